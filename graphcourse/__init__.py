@@ -1,0 +1,6 @@
+"""graphcourse: the machinery around toygraph: real torch.cuda.graph helpers, plots, widgets, benchmarks, exercises, grading.
+
+Importing it needs neither torch nor a GPU; `graphcourse.gpu` and `graphcourse.bench` import torch when used.
+"""
+
+__all__ = ["plots"]

@@ -1,0 +1,22 @@
+"""toygraph: a pure-Python model of a CUDA graph, standard library only.
+
+It makes a CUDA graph's rules visible: baked addresses, a fixed topology, buckets and
+padding, syncs that are illegal during capture, and a simulated CPU/GPU timeline.
+Read it in this order: errors, timeline, memory, capture, buckets.
+"""
+
+from .buckets import (BucketedGraphs, EagerFallbackWarning, PaddingReport, bucket_for, check_buckets,
+                      every_n, pad_to, padding_report, powers_of_two, waste_fraction)
+from .capture import Node, ToyGraph, graph, launch
+from .errors import (CaptureError, GraphStateError, InvalidArgumentError, OutOfMemoryError,
+                     ShapeMismatchError, ToyGraphError)
+from .memory import WORD_BYTES, Buffer, MemoryPool, ToyDevice, default_device
+from .timeline import H200_COSTS, Clock, CostModel, Event, Timeline, predicted_speedup, simulate, step_time_us
+
+__all__ = [
+    "BucketedGraphs", "EagerFallbackWarning", "PaddingReport", "bucket_for", "check_buckets", "every_n",
+    "pad_to", "padding_report", "powers_of_two", "waste_fraction", "Node", "ToyGraph", "graph", "launch",
+    "CaptureError", "GraphStateError", "InvalidArgumentError", "OutOfMemoryError", "ShapeMismatchError",
+    "ToyGraphError", "WORD_BYTES", "Buffer", "MemoryPool", "ToyDevice", "default_device", "H200_COSTS",
+    "Clock", "CostModel", "Event", "Timeline", "predicted_speedup", "simulate", "step_time_us",
+]

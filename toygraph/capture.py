@@ -1,0 +1,249 @@
+"""ToyGraph: record a list of kernels once, capture them at fixed addresses, replay them for one launch.
+
+The seed lesson's example works as it is::
+
+    g = ToyGraph()
+    g.record(lambda x: [v * 2 for v in x])
+    g.record(lambda x: [v + 1 for v in x])
+    print(g.replay([1, 2, 3]))        # [3, 5, 7]
+
+Around it, the toy enforces what a real CUDA graph enforces:
+
+* The first replay (or an explicit :meth:`ToyGraph.capture`) captures: it allocates the
+  static input and one static buffer per kernel from the graph's private pool, and seals
+  the graph. Recording into a sealed graph is an error: the topology is fixed.
+* Replay copies new data into the static input, reruns the recorded kernels on the same
+  addresses and returns the static output: the *same* list every time, overwritten by
+  the next replay unless you copy it out.
+* A batch of another size than the captured one is refused (:class:`ShapeMismatchError`).
+* Host code runs once, at capture. A Python ``if`` on the data picks a branch then, and
+  replay repeats that branch forever (frozen control flow). A sync (``.item()``,
+  ``synchronize()``) during capture raises :class:`CaptureError`.
+
+Kernels are plain Python functions from lists to a list (or to one value). The toy runs
+each kernel once while capturing so you can look at values; a real GPU only records, and
+a static output holds garbage until the first replay.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from .errors import CaptureError, GraphStateError, InvalidArgumentError, ShapeMismatchError
+from .memory import Buffer, MemoryPool, ToyDevice, _check_values, default_device
+
+Kernel = Callable[..., object]
+
+
+@dataclass
+class Node:
+    """One recorded kernel: its function, the buffers it reads and the static buffer it writes."""
+
+    name: str
+    fn: Kernel
+    inputs: tuple[Buffer, ...]
+    output: Buffer
+    kernel_us: float
+
+
+def _kernel_name(fn: Kernel, name: str | None, index: int) -> str:
+    if name is not None:
+        return name
+    own = getattr(fn, "__name__", "")
+    return own if own and own != "<lambda>" else f"op{index}"
+
+
+def _run_kernel(fn: Kernel, inputs: Sequence[Buffer], name: str) -> list:
+    try:
+        result = fn(*inputs)
+    except Exception as exc:  # the learner's kernel failed: keep its error, say where
+        exc.add_note(f"(raised inside kernel {name!r})")
+        raise
+    if isinstance(result, (str, bytes)):
+        raise InvalidArgumentError(f"kernel {name!r} returned a string {result!r}: a kernel returns a list of values or one value.")
+    return list(result) if isinstance(result, (list, tuple, range)) else [result]
+
+
+def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: float | None = None) -> Buffer:
+    """Launch one kernel on device buffers: eagerly it runs now and costs a launch; during capture it is recorded."""
+    if not callable(fn):
+        raise InvalidArgumentError(f"a kernel must be a function such as `lambda x: [v * 2 for v in x]`, got {fn!r}.")
+    if not inputs or not all(isinstance(b, Buffer) for b in inputs):
+        raise InvalidArgumentError(
+            "launch() takes device buffers as inputs: make one with device.tensor([1, 2, 3]); "
+            f"got {[type(b).__name__ for b in inputs]}."
+        )
+    device = inputs[0].device
+    if any(b.device is not device for b in inputs):
+        raise InvalidArgumentError("all inputs of a kernel must live on the same toy device.")
+    graph = device.capturing
+    label = _kernel_name(fn, name, len(graph.nodes) if graph else 0)
+    us = device.clock.cost.kernel_us if kernel_us is None else float(kernel_us)
+    result = _run_kernel(fn, inputs, label)
+    if graph is None:
+        device.clock.launch(label, us)
+        return device._alloc(result, device.eager_pool)
+    output = device._alloc(result, graph.pool)
+    graph.nodes.append(Node(label, fn, tuple(inputs), output, us))
+    return output
+
+
+class ToyGraph:
+    """A toy CUDA graph: record kernels, capture them once at fixed addresses, replay them many times."""
+
+    def __init__(self, device: ToyDevice | None = None, *, name: str = "graph") -> None:
+        if device is not None and not isinstance(device, ToyDevice):
+            raise InvalidArgumentError(f"device must be a toygraph.ToyDevice, got {device!r}.")
+        self.ops: list[Kernel] = []
+        self.device = device or default_device()
+        self.name = name
+        self.pool = MemoryPool(f"graph:{name}")
+        self.nodes: list[Node] = []
+        self.state = "recording"  # -> "capturing" -> "captured", or "invalidated"
+        self.static_input: Buffer | None = None
+        self.static_output: Buffer | None = None
+        self.replays = 0
+        self._op_names: list[str | None] = []
+        self._op_kernel_us: list[float | None] = []
+        self._invalid_reason = ""
+
+    # recording -------------------------------------------------------------
+    def record(self, fn: Kernel, *, name: str | None = None, kernel_us: float | None = None) -> None:
+        """Append a kernel (a function from a list to a list) to the script; only before capture."""
+        if self.state != "recording":
+            raise GraphStateError(
+                f"graph {self.name!r} is sealed ({self.state}): its topology was fixed at capture"
+                f"{self._captured_for()}. Recording now would change what replay runs. "
+                f"Make a new ToyGraph for the new script and capture it."
+            )
+        if not callable(fn):
+            raise InvalidArgumentError(f"record() takes a function such as `lambda x: [v * 2 for v in x]`, got {fn!r}.")
+        if kernel_us is not None and (isinstance(kernel_us, bool) or not isinstance(kernel_us, (int, float)) or kernel_us < 0):
+            raise InvalidArgumentError(f"kernel_us must be a number of microseconds >= 0, got {kernel_us!r}.")
+        self.ops.append(fn)
+        self._op_names.append(name)
+        self._op_kernel_us.append(kernel_us)
+
+    # capturing -------------------------------------------------------------
+    def capture(self, example: Sequence, program: Callable[[Buffer], Buffer] | None = None) -> Buffer:
+        """Capture at the example's batch size: the recorded kernels, or `program(static_input)` run once as host code."""
+        if program is None and not self.ops:
+            raise GraphStateError("nothing to capture: record(fn) at least one kernel first, or pass program=.")
+        if program is not None and not callable(program):
+            raise InvalidArgumentError(f"program must be a function of the static input buffer, got {program!r}.")
+        values = _check_values(example, "the example input")
+        if not values:
+            raise InvalidArgumentError("the example input is empty: capture with a batch of at least one value.")
+        with graph(self):
+            static_input = self.device.tensor(values)
+            if program is None:
+                out = static_input
+                for i, fn in enumerate(self.ops):
+                    out = launch(fn, out, name=self._op_names[i] or _kernel_name(fn, None, i), kernel_us=self._op_kernel_us[i])
+            else:
+                out = program(static_input)
+        if not any(out is n.output for n in self.nodes):
+            self._invalidate("a program that did not return a buffer written during capture")
+            raise InvalidArgumentError(
+                "the captured program must return the buffer its last kernel wrote (the value of a launch(...) "
+                f"during capture), got {type(out).__name__}: replay can only hand back a static buffer."
+            )
+        self.static_input, self.static_output = static_input, out
+        return out
+
+    def _invalidate(self, reason: str) -> None:
+        self.state = "invalidated"
+        self._invalid_reason = reason
+
+    def _captured_for(self) -> str:
+        return f" for batch size {len(self.static_input)}" if self.static_input is not None else ""
+
+    # replaying -------------------------------------------------------------
+    def replay(self, x: Sequence | None = None) -> Buffer:
+        """Copy x (if given) into the static input, rerun every recorded kernel, return the static output."""
+        if self.state == "recording":
+            if not self.ops:
+                raise GraphStateError("replay before any record: record(fn) at least one kernel, then replay(x).")
+            if x is None:
+                raise GraphStateError("the first replay captures the graph, so it needs an input: replay([1, 2, 3]).")
+            self.capture(x)
+        elif self.state == "invalidated":
+            raise GraphStateError(f"graph {self.name!r} cannot replay: its capture was invalidated by {self._invalid_reason}. Make a new ToyGraph and capture again without it.")
+        elif self.state == "capturing":
+            raise GraphStateError("cannot replay a graph while it is still capturing: leave the `with graph(g):` block first.")
+        if x is not None:
+            self.copy_in(x)
+        for node in self.nodes:
+            result = _run_kernel(node.fn, node.inputs, node.name)
+            if len(result) != len(node.output):
+                raise ShapeMismatchError(len(node.output), len(result), what=f"output of kernel {node.name!r}")
+            node.output[:] = result
+        self.device.clock.replay(self.name, [n.kernel_us for n in self.nodes])
+        self.replays += 1
+        return self.static_output  # type: ignore[return-value]
+
+    def copy_in(self, x: Sequence) -> None:
+        """Copy new data into the static input at its baked-in address (same size only)."""
+        if self.static_input is None:
+            raise GraphStateError(
+                "this graph has no single static input to copy into: copy new data into your own static "
+                "buffer with static_x.copy_(new_values), then call replay() with no argument."
+            )
+        values = _check_values(x, "the replay input")
+        if len(values) != len(self.static_input):
+            raise ShapeMismatchError(len(self.static_input), len(values))
+        self.static_input[:] = values
+
+    # looking inside ---------------------------------------------------------
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by this graph's private pool."""
+        return self.pool.used_bytes
+
+    @property
+    def addresses(self) -> dict[str, int]:
+        """Address of the static input and of each kernel's static output buffer."""
+        out = {"static_input": self.static_input.address} if self.static_input is not None else {}
+        out.update({n.name: n.output.address for n in self.nodes})
+        return out
+
+    def __repr__(self) -> str:
+        return (f"ToyGraph({self.name!r}, {self.state}{self._captured_for()}, {len(self.nodes) or len(self.ops)} kernels, "
+                f"{self.memory_bytes} bytes in its pool, replayed {self.replays}x)")
+
+
+@contextmanager
+def graph(g: ToyGraph, pool: MemoryPool | None = None) -> Iterator[ToyGraph]:
+    """Capture every launch in the block into g, like `with torch.cuda.graph(g):` (pool= shares another graph's pool)."""
+    if not isinstance(g, ToyGraph):
+        raise InvalidArgumentError(f"graph() takes a ToyGraph, got {g!r}.")
+    if g.state != "recording" or g.nodes:
+        raise GraphStateError(f"graph {g.name!r} was already captured ({g.state}): a graph is captured once. Make a new ToyGraph.")
+    device = g.device
+    if device.capturing is not None:
+        raise CaptureError(f"graph {device.capturing.name!r} is already capturing on this device: finish that capture first.")
+    if pool is not None:
+        if not isinstance(pool, MemoryPool):
+            raise InvalidArgumentError(f"pool must be another graph's .pool, got {pool!r}.")
+        g.pool = pool
+    if g.pool not in device.graph_pools:
+        device.graph_pools.append(g.pool)
+    device.capturing, g.state = g, "capturing"
+    try:
+        yield g
+    except BaseException:
+        if g.state == "capturing":
+            g._invalidate("an error during capture")
+        raise
+    finally:
+        device.capturing = None
+    g.state = "captured"
+    if g.static_input is None:
+        written = {id(n.output) for n in g.nodes}
+        external = {id(b): b for n in g.nodes for b in n.inputs if id(b) not in written}
+        if len(external) == 1:
+            g.static_input = next(iter(external.values()))
+        if g.nodes:
+            g.static_output = g.nodes[-1].output

@@ -1,0 +1,37 @@
+"""The one small exception hierarchy of toygraph: every error says what happened, why it breaks a graph, and the fix."""
+
+from __future__ import annotations
+
+
+class ToyGraphError(Exception):
+    """Base of every error toygraph raises on purpose; catch this to catch them all."""
+
+
+class InvalidArgumentError(ToyGraphError, ValueError):
+    """An argument has the wrong type or value (not callable, not a list of numbers, size <= 0, ...)."""
+
+
+class GraphStateError(ToyGraphError, RuntimeError):
+    """The graph is in the wrong state for the call: replay before any record, record into a sealed graph, ..."""
+
+
+class ShapeMismatchError(ToyGraphError, ValueError):
+    """Replayed with a batch size other than the captured one: the graph's addresses and shapes are baked in."""
+
+    def __init__(self, captured: int, given: int, what: str = "batch") -> None:
+        self.captured = captured
+        self.given = given
+        super().__init__(
+            f"captured for {what} size {captured}, replayed with {what} size {given}: "
+            f"a graph's shapes and addresses are baked in at capture. Capture one graph per "
+            f"bucket (1, 2, 4, 8, ...) and pad each batch up to the smallest bucket that fits "
+            f"(toygraph.BucketedGraphs does this)."
+        )
+
+
+class CaptureError(ToyGraphError, RuntimeError):
+    """An operation that is not permitted while a stream is capturing (a sync, an allocation outside the pool, ...)."""
+
+
+class OutOfMemoryError(ToyGraphError, MemoryError):
+    """The toy device has no room left; a graph adds memory, it never frees what the eager run needs."""

@@ -1,0 +1,207 @@
+"""A simulated CPU/GPU timeline: who launches, who computes, and who waits on whom.
+
+The CPU lane issues work: one launch per kernel in eager mode, one graph launch per
+replay. The GPU lane runs kernels in order, each starting when both its launch has been
+issued and the previous kernel has finished. A sync makes the CPU wait until the GPU is
+idle. When launches cost more than kernels, the GPU sits idle between kernels: the
+launch tax that CUDA graphs remove.
+
+Default costs come from ../shared/reference/h200-baseline.md (one NVIDIA H200, torch
+2.11.0+cu130, 2026-11-30) and NVIDIA's "Constant Time Launch for Straight-Line CUDA
+Graphs"; each field of :class:`CostModel` says where its number comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+from .errors import InvalidArgumentError
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """What each action costs in microseconds on the toy machine."""
+
+    launch_us: float = 12.0
+    """CPU time to launch one kernel eagerly (H200 baseline: 12.0-12.6 µs per kernel on that VM)."""
+    kernel_us: float = 1.07
+    """GPU time of one tiny kernel (H200 baseline: a 1000-node replayed chain ran at 1.07 µs per node)."""
+    graph_launch_us: float = 2.5
+    """CPU time to launch a whole graph (NVIDIA, CUDA 12.6 straight-line graphs: about 2.5 µs)."""
+    graph_node_us: float = 0.001
+    """Extra CPU launch time per graph node (same source: about 1 ns per node)."""
+    sync_us: float = 50.0
+    """CPU time a sync costs on top of waiting (copy back and wake-up), set so one `.item()`
+    per token costs what the H200 baseline measured: 290 µs against 236 µs a decode step."""
+
+    def __post_init__(self) -> None:
+        for name in ("launch_us", "kernel_us", "graph_launch_us", "graph_node_us", "sync_us"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise InvalidArgumentError(f"CostModel.{name} must be a number of microseconds >= 0, got {value!r}.")
+
+    def with_(self, **changes: float) -> "CostModel":
+        """A copy with some costs changed, e.g. cost.with_(launch_us=5)."""
+        return replace(self, **changes)
+
+
+H200_COSTS = CostModel()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One bar on the timeline: a lane ("cpu" or "gpu"), when it ran, what it was."""
+
+    lane: str
+    start_us: float
+    end_us: float
+    label: str
+    kind: str  # "launch", "graph_launch", "kernel", "wait", "sync", "host"
+    step: int = 0
+
+    @property
+    def duration_us(self) -> float:
+        """How long the bar is."""
+        return self.end_us - self.start_us
+
+
+@dataclass
+class Timeline:
+    """Events of a CPU lane and a GPU lane, and when each step finished."""
+
+    events: list[Event] = field(default_factory=list)
+    step_end_us: list[float] = field(default_factory=list)
+
+    @property
+    def total_us(self) -> float:
+        """From the first launch to the last thing either lane did."""
+        return max((e.end_us for e in self.events), default=0.0)
+
+    @property
+    def step_times_us(self) -> list[float]:
+        """Time of each step: from the end of the previous step to the end of this one."""
+        starts = [0.0] + self.step_end_us[:-1]
+        return [end - start for start, end in zip(starts, self.step_end_us)]
+
+    def busy_us(self, lane: str) -> float:
+        """Time a lane spent working (waiting does not count)."""
+        return sum(e.duration_us for e in self.events if e.lane == lane and e.kind != "wait")
+
+    @property
+    def gpu_idle_us(self) -> float:
+        """Time the GPU sat idle between the start and the end of the timeline."""
+        return self.total_us - self.busy_us("gpu")
+
+    @property
+    def gpu_utilization(self) -> float:
+        """Share of the timeline the GPU spent computing (0..1)."""
+        return self.busy_us("gpu") / self.total_us if self.total_us else 0.0
+
+    def lane(self, lane: str) -> list[Event]:
+        """The events of one lane, in time order."""
+        return sorted((e for e in self.events if e.lane == lane), key=lambda e: e.start_us)
+
+
+class Clock:
+    """Advances the CPU and GPU lanes as work is launched, replayed and synced."""
+
+    def __init__(self, cost: CostModel | None = None) -> None:
+        self.cost = cost or H200_COSTS
+        self.cpu_us = 0.0
+        self.gpu_free_us = 0.0
+        self.timeline = Timeline()
+        self.step = 0
+
+    def _gpu(self, ready_us: float, kernel_us: float, label: str) -> None:
+        start = max(ready_us, self.gpu_free_us)
+        self.gpu_free_us = start + kernel_us
+        self.timeline.events.append(Event("gpu", start, self.gpu_free_us, label, "kernel", self.step))
+
+    def launch(self, label: str, kernel_us: float | None = None) -> None:
+        """One eager kernel: the CPU pays a launch, then the GPU runs it when free."""
+        start = self.cpu_us
+        self.cpu_us += self.cost.launch_us
+        self.timeline.events.append(Event("cpu", start, self.cpu_us, f"launch {label}", "launch", self.step))
+        self._gpu(self.cpu_us, self.cost.kernel_us if kernel_us is None else kernel_us, label)
+
+    def replay(self, label: str, kernel_us: Sequence[float]) -> None:
+        """One graph launch: the CPU pays once, the GPU runs every node back to back."""
+        start = self.cpu_us
+        self.cpu_us += self.cost.graph_launch_us + self.cost.graph_node_us * len(kernel_us)
+        self.timeline.events.append(Event("cpu", start, self.cpu_us, f"replay {label}", "graph_launch", self.step))
+        for i, us in enumerate(kernel_us):
+            self._gpu(self.cpu_us, us, f"{label}[{i}]")
+
+    def host(self, us: float, label: str = "host work") -> None:
+        """CPU work that launches nothing (Python, sampling, scheduling)."""
+        start = self.cpu_us
+        self.cpu_us += us
+        self.timeline.events.append(Event("cpu", start, self.cpu_us, label, "host", self.step))
+
+    def sync(self, label: str = "sync") -> None:
+        """The CPU waits until the GPU is idle, then pays the sync's own cost."""
+        if self.gpu_free_us > self.cpu_us:
+            self.timeline.events.append(Event("cpu", self.cpu_us, self.gpu_free_us, f"wait ({label})", "wait", self.step))
+            self.cpu_us = self.gpu_free_us
+        start = self.cpu_us
+        self.cpu_us += self.cost.sync_us
+        self.timeline.events.append(Event("cpu", start, self.cpu_us, label, "sync", self.step))
+
+    def end_step(self) -> None:
+        """Mark the end of a step: it is done when both lanes are done with it."""
+        self.timeline.step_end_us.append(max(self.cpu_us, self.gpu_free_us))
+        self.step += 1
+
+
+def _kernel_list(kernels: int | Sequence[float], cost: CostModel) -> list[float]:
+    if isinstance(kernels, bool):
+        raise InvalidArgumentError(f"kernels must be a count or a list of kernel times in µs, got {kernels!r}.")
+    if isinstance(kernels, int):
+        if kernels <= 0:
+            raise InvalidArgumentError(f"a step needs at least one kernel, got {kernels}.")
+        return [cost.kernel_us] * kernels
+    times = list(kernels)
+    if not times or any(isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0 for t in times):
+        raise InvalidArgumentError(f"kernels must be a count or a non-empty list of kernel times in µs >= 0, got {kernels!r}.")
+    return [float(t) for t in times]
+
+
+def simulate(kernels: int | Sequence[float], *, mode: str = "eager", steps: int = 1,
+             sync_every_step: bool = False, host_us_per_step: float = 0.0,
+             cost: CostModel | None = None) -> Timeline:
+    """Run `steps` decode steps of the given kernels eagerly or as graph replays, on a fresh clock."""
+    if mode not in ("eager", "graph"):
+        raise InvalidArgumentError(f"mode must be 'eager' or 'graph', got {mode!r}.")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+        raise InvalidArgumentError(f"steps must be a whole number >= 1, got {steps!r}.")
+    clock = Clock(cost)
+    times = _kernel_list(kernels, clock.cost)
+    for _ in range(steps):
+        if host_us_per_step:
+            clock.host(host_us_per_step, "python")
+        if mode == "eager":
+            for i, us in enumerate(times):
+                clock.launch(f"k{i}", us)
+        else:
+            clock.replay("step", times)
+        if sync_every_step:
+            clock.sync(".item()")
+        clock.end_step()
+    return clock.timeline
+
+
+def step_time_us(kernels: int | Sequence[float], *, mode: str = "eager", sync_every_step: bool = False,
+                 cost: CostModel | None = None, steps: int = 20) -> float:
+    """Steady-state time of one step (the mean over the later half of `steps`)."""
+    times = simulate(kernels, mode=mode, steps=steps, sync_every_step=sync_every_step, cost=cost).step_times_us
+    tail = times[len(times) // 2:]
+    return sum(tail) / len(tail)
+
+
+def predicted_speedup(kernels: int | Sequence[float], cost: CostModel | None = None,
+                      sync_every_step: bool = False) -> float:
+    """Eager step time over graph step time for the same kernels."""
+    return (step_time_us(kernels, mode="eager", cost=cost, sync_every_step=sync_every_step)
+            / step_time_us(kernels, mode="graph", cost=cost, sync_every_step=sync_every_step))
+
