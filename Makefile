@@ -8,6 +8,7 @@ TORCH  ?= torch==2.13.0
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.course-installed
 PORT   ?= 8888
+LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: setup lab test unit notebooks browser exercises clean-venv
@@ -24,7 +25,7 @@ $(STAMP): pyproject.toml
 
 lab: setup
 	@echo "Opening the course: JupyterLab on notebooks/ (Ctrl-C to stop)"
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) $(ROOT_FLAG)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 test: setup unit notebooks
 

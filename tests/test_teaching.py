@@ -1,0 +1,44 @@
+"""The lesson helpers print errors and warnings as one line, and describe the machine honestly."""
+
+import warnings
+
+from graphcourse.teaching import course_plan, describe_machine, expect_error, show_warnings
+from toygraph import ShapeMismatchError
+
+
+def test_expect_error_prints_name_and_message(capsys):
+    with expect_error(ShapeMismatchError):
+        raise ShapeMismatchError(1, 17)
+    out = capsys.readouterr().out
+    assert out.startswith("ShapeMismatchError: captured for batch size 1") and "Traceback" not in out
+
+
+def test_expect_error_says_when_nothing_failed(capsys):
+    with expect_error():
+        pass
+    assert "No error was raised" in capsys.readouterr().out
+
+
+def test_expect_error_lets_other_errors_through():
+    try:
+        with expect_error(ShapeMismatchError):
+            raise KeyError("x")
+    except KeyError:
+        return
+    raise AssertionError("a KeyError should not be swallowed when only ShapeMismatchError is expected")
+
+
+def test_show_warnings_prints_without_paths(capsys):
+    with show_warnings():
+        warnings.warn("add a bucket", UserWarning)
+    assert capsys.readouterr().out == "UserWarning: add a bucket\n"
+
+
+def test_describe_machine_on_this_cpu_only_machine():
+    info = describe_machine()
+    assert info["python"].count(".") == 2
+    import torch
+    assert info["torch"] == torch.__version__
+    assert (info["gpu"] == "none") == (not torch.cuda.is_available())
+    assert "recorded results" in course_plan({**info, "gpu": "none"})
+    assert "NVIDIA H100" in course_plan({**info, "gpu": "NVIDIA H100"})
