@@ -1,0 +1,419 @@
+"""Write the learner copies in exercises/ from the single source in solutions/.
+
+    python -m graphcourse.build_exercises            # write exercises/ from solutions/
+    python -m graphcourse.build_exercises --check    # exit 1 when exercises/ is stale (tests, CI)
+    python -m graphcourse.build_exercises --execute  # first run solutions/ in place (nbclient), then build
+
+How a solutions notebook is laid out (the grader reads the same layout)
+----------------------------------------------------------------------
+* **Set-up**: code cells before the first exercise. The grader runs them before every
+  exercise, so anything several exercises share (imports, example data) goes here.
+* **An exercise** starts at a markdown cell whose first line is a heading naming its id::
+
+      ## ex03_warmup_capture: warm up, then capture (2 points)
+
+  The id is ``ex`` + two digits + ``_`` + a snake_case name, unique across solutions/ and
+  never renamed once learners have copies (the grader matches answers by it).
+  ``(N points)`` is optional; the default is 1. The exercise ends at the next heading of
+  the same or a higher level (``##`` or ``#`` here); ``###`` headings inside it are fine.
+* **The answer cell**: the one code cell of the exercise holding the answer between
+  ``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines (one or more pairs). In exercises/
+  each pair becomes ``raise NotImplementedError("...")`` at the marker's indentation. Text
+  after the begin marker is the hint the stub shows, so say what to write there::
+
+      def pick_bucket(batch_size, buckets):
+          ### BEGIN SOLUTION: return the smallest bucket >= batch_size, or None
+          ...
+          ### END SOLUTION
+
+* **Check cells**: every code cell after the answer, up to the end of the exercise. Plain
+  ``assert`` statements whose messages teach (what was expected, what came back, which
+  mistake that is). Import what a check compares against inside the check cell itself,
+  so an answer cannot shadow it. The exercise passes when every check cell runs without
+  an error; it earns all its points or none.
+* Code cells between the heading and the answer are the exercise's own set-up (role
+  ``context``), run before the answer. Cells after a heading that names no exercise are
+  not graded and the grader does not run them.
+* Exercises must not use each other's answers: each is graded on its own, after the
+  set-up cells, so that one wrong answer cannot zero the next.
+
+To add an exercise: append a heading cell, an answer cell with markers and one or more
+check cells to the solutions notebook, run ``python -m graphcourse.build_exercises
+--execute`` (it stores the outputs nbval compares and rewrites exercises/), and run
+``pytest tests/test_build_exercises.py tests/test_grade.py``.
+
+What the builder writes: the exercises/ copy has no outputs and no execution counts;
+every graded cell gets a stable id (``ex01_bucket_picker-answer``,
+``ex01_bucket_picker-check-1``, ``setup-1``), a tag (``ex01_bucket_picker:answer``) and
+``metadata.graphcourse = {"exercise", "role", "points"}``; check and set-up cells are
+marked not editable and not deletable in Jupyter. ``--execute`` stamps the same ids and
+metadata into solutions/. The builder writes only into its output folder and refuses to
+overwrite a copy there that holds a learner's work (outputs, or an answer that is no
+longer a stub) unless given ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .errors import GraphCourseError
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS_DIR = ROOT / "solutions"
+EXERCISES_DIR = ROOT / "exercises"
+KERNEL_NAME = "python3"
+GENERATOR = "graphcourse.build_exercises"
+
+BEGIN = "### BEGIN SOLUTION"
+END = "### END SOLUTION"
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_EXERCISE_ID = re.compile(r"\b(ex\d{2}_[a-z0-9_]+)\b")
+_POINTS = re.compile(r"\((\d+)\s+points?\)")
+_BEGIN_LINE = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION\b[ \t:.-]*(?P<hint>.*?)\s*$")
+_END_LINE = re.compile(r"^[ \t]*### END SOLUTION\b")
+
+
+class ExerciseSourceError(GraphCourseError, ValueError):
+    """A solutions notebook breaks the cell conventions (unbalanced markers, two answer cells, ...)."""
+
+
+class LearnerWorkError(GraphCourseError, RuntimeError):
+    """The builder was about to overwrite a notebook that holds a learner's work."""
+
+
+@dataclass
+class Exercise:
+    """Where one exercise's cells sit in a solutions notebook."""
+
+    id: str
+    points: int
+    heading: int
+    answer: int | None = None
+    context: list[int] = field(default_factory=list)
+    checks: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Layout:
+    """The graded structure of a solutions notebook: set-up cells and exercises, by cell index."""
+
+    setup: list[int]
+    exercises: list[Exercise]
+
+    def roles(self) -> dict[int, tuple[str, str | None, int]]:
+        """Map cell index -> (role, exercise id or None, number of that role within its exercise)."""
+        out: dict[int, tuple[str, str | None, int]] = {}
+        for k, i in enumerate(self.setup, 1):
+            out[i] = ("setup", None, k)
+        for ex in self.exercises:
+            for k, i in enumerate(ex.context, 1):
+                out[i] = ("context", ex.id, k)
+            if ex.answer is not None:
+                out[ex.answer] = ("answer", ex.id, 1)
+            for k, i in enumerate(ex.checks, 1):
+                out[i] = ("check", ex.id, k)
+        return out
+
+
+def _where(name: str, index: int) -> str:
+    return f"{name}, cell {index + 1}"
+
+
+def find_regions(source: str, where: str) -> list[tuple[int, int, str, str]]:
+    """The (begin line, end line, indent, hint) of every BEGIN/END SOLUTION pair, or a clear error when unbalanced."""
+    regions, open_at = [], None
+    for n, line in enumerate(source.splitlines()):
+        begin, end = _BEGIN_LINE.match(line), _END_LINE.match(line)
+        if begin:
+            if open_at is not None:
+                raise ExerciseSourceError(f"{where}: line {n + 1} opens {BEGIN!r} again, but the one on line {open_at[0] + 1} "
+                                          f"was never closed. Add {END!r} after each answer.")
+            open_at = (n, begin["indent"], begin["hint"])
+        elif end:
+            if open_at is None:
+                raise ExerciseSourceError(f"{where}: line {n + 1} has {END!r} with no {BEGIN!r} before it. "
+                                          f"Markers come in pairs around each answer.")
+            regions.append((open_at[0], n, open_at[1], open_at[2]))
+            open_at = None
+    if open_at is not None:
+        raise ExerciseSourceError(f"{where}: {BEGIN!r} on line {open_at[0] + 1} is never closed. Add {END!r} after the answer.")
+    return regions
+
+
+def layout_of(nb: nbformat.NotebookNode, name: str = "notebook") -> Layout:
+    """Read the set-up cells, exercises, answer and check cells of a solutions notebook (see the module docstring)."""
+    setup: list[int] = []
+    exercises: list[Exercise] = []
+    current: Exercise | None = None
+    level = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            first = cell.source.lstrip().splitlines()[0] if cell.source.strip() else ""
+            heading = _HEADING.match(first)
+            if heading:
+                ids = _EXERCISE_ID.findall(heading[2])
+                if ids:
+                    points = _POINTS.search(heading[2])
+                    current, level = Exercise(ids[0], int(points[1]) if points else 1, i), len(heading[1])
+                    exercises.append(current)
+                elif current is not None and len(heading[1]) <= level:
+                    current = None  # cells from here on are not graded
+            continue
+        if cell.cell_type != "code":
+            continue
+        regions = find_regions(cell.source, _where(name, i))
+        if current is None:
+            if regions:
+                raise ExerciseSourceError(f"{_where(name, i)}: solution markers outside an exercise. Put a heading such as "
+                                          f"'## ex07_my_exercise: what to do (1 point)' in a markdown cell above it.")
+            if not exercises:
+                setup.append(i)
+        elif regions:
+            if current.answer is not None:
+                raise ExerciseSourceError(f"{_where(name, i)}: a second answer cell in {current.id} (the first is cell "
+                                          f"{current.answer + 1}). Put every answer of an exercise in one cell.")
+            current.answer = i
+        elif current.answer is None:
+            current.context.append(i)
+        else:
+            current.checks.append(i)
+    seen: set[str] = set()
+    for ex in exercises:
+        if ex.id in seen:
+            raise ExerciseSourceError(f"{name}: exercise id {ex.id} appears twice; ids must be unique.")
+        seen.add(ex.id)
+        if ex.answer is None:
+            raise ExerciseSourceError(f"{_where(name, ex.heading)}: {ex.id} has no answer cell with {BEGIN!r} / {END!r}.")
+        if not ex.checks:
+            raise ExerciseSourceError(f"{_where(name, ex.answer)}: {ex.id} has no check cell after its answer.")
+    return Layout(setup, exercises)
+
+
+def stub_source(source: str, exercise_id: str, where: str) -> str:
+    """The answer cell's source with each BEGIN/END SOLUTION pair replaced by a NotImplementedError stub."""
+    lines = source.splitlines()
+    out: list[str] = []
+    last = 0
+    for begin, end, indent, hint in find_regions(source, where):
+        message = hint or f"{exercise_id}: write your answer here, in place of this line"
+        out += lines[last:begin]
+        out += [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError({message!r})"]
+        last = end + 1
+    out += lines[last:]
+    return "\n".join(out)
+
+
+def annotate(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
+    """A copy of nb whose graded cells carry the stable ids, tags and metadata the grader matches on."""
+    nb = copy.deepcopy(nb)
+    layout = layout_of(nb, name)
+    points = {ex.id: ex.points for ex in layout.exercises}
+    roles = layout.roles()
+    for i, cell in enumerate(nb.cells):
+        tags = [t for t in cell.metadata.get("tags", []) if not re.fullmatch(r"ex\d{2}_[a-z0-9_]+:\w+|setup", t)]
+        for key in ("graphcourse", "editable", "deletable"):
+            cell.metadata.pop(key, None)
+        if i in roles:
+            role, ex, k = roles[i]
+            cell.id = f"{ex}-answer" if role == "answer" else f"{ex}-{role}-{k}" if ex else f"setup-{k}"
+            tags.append(f"{ex}:{role}" if ex else "setup")
+            cell.metadata["graphcourse"] = {"role": role, **({"exercise": ex, "points": points[ex]} if ex else {})}
+        if tags:
+            cell.metadata["tags"] = tags
+        else:
+            cell.metadata.pop("tags", None)
+    ids = [c.get("id") for c in nb.cells]
+    if len(set(ids)) != len(ids):  # a hand-made id collided with a stamped one: renumber the ungraded cells
+        for i, cell in enumerate(nb.cells):
+            if i not in roles:
+                cell.id = f"cell-{i + 1}"
+    return nb
+
+
+def strip_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Remove outputs, execution counts and run-time cell metadata, in place."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        for key in ("execution", "collapsed", "scrolled"):
+            cell.metadata.pop(key, None)
+    return nb
+
+
+def exercise_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """The learner copy of one solutions notebook: answers stubbed, outputs stripped, stable cell metadata."""
+    nb = strip_outputs(annotate(solution, name))
+    layout = layout_of(nb, name)
+    for ex in layout.exercises:
+        cell = nb.cells[ex.answer]
+        cell.source = stub_source(cell.source, ex.id, _where(name, ex.answer))
+    for i in layout.roles():  # Jupyter honours these: a learner cannot edit or delete a check by accident
+        if nb.cells[i].metadata["graphcourse"]["role"] != "answer":
+            nb.cells[i].metadata.update(editable=False, deletable=False)
+    nb.metadata = {
+        "kernelspec": {"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"},
+        "language_info": {"name": "python"},
+        "graphcourse": {
+            "generated_by": GENERATOR,
+            "source": name,
+            "exercises": {ex.id: ex.points for ex in layout.exercises},
+            "note": "Generated from solutions/ by `python -m graphcourse.build_exercises`: do not edit here.",
+        },
+    }
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    nbformat.validate(nb)
+    return nb
+
+
+def dumps(nb: nbformat.NotebookNode) -> str:
+    """The notebook as the text the builder writes (stable key order, one trailing newline)."""
+    return nbformat.writes(nb, version=4).rstrip("\n") + "\n"
+
+
+def solution_paths(solutions_dir: Path) -> list[Path]:
+    """The solutions notebooks, in reading order."""
+    return sorted(p for p in Path(solutions_dir).glob("*.ipynb") if not p.name.startswith("."))
+
+
+def expected_exercises(solutions_dir: Path) -> dict[str, str]:
+    """File name -> text of every exercises/ notebook the builder would write now."""
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for path in solution_paths(solutions_dir):
+        nb = exercise_notebook(nbformat.read(path, as_version=4), path.name)
+        for ex in nb.metadata["graphcourse"]["exercises"]:
+            if ex in seen:
+                raise ExerciseSourceError(f"exercise id {ex} is used in both {seen[ex]} and {path.name}; ids must be unique across solutions/.")
+            seen[ex] = path.name
+        out[path.name] = dumps(nb)
+    return out
+
+
+def learner_work(path: Path) -> str | None:
+    """Why the notebook at path looks like a learner's work (not a generated copy), or None."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # unreadable: do not guess, keep it
+        return f"it cannot be read as a notebook ({type(exc).__name__})"
+    if nb.metadata.get("graphcourse", {}).get("generated_by") != GENERATOR:
+        return "it was not written by the builder"
+    for cell in nb.cells:
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count")):
+            return "it has been run (it holds outputs)"
+        meta = cell.metadata.get("graphcourse", {})
+        if meta.get("role") == "answer" and "raise NotImplementedError(" not in cell.source:
+            return f"the answer to {meta.get('exercise')} has been written"
+    return None
+
+
+def build(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR, *, force: bool = False) -> list[Path]:
+    """Write every learner copy into out_dir; return the files that changed."""
+    solutions_dir, out_dir = Path(solutions_dir).resolve(), Path(out_dir).resolve()
+    if solutions_dir == out_dir:
+        raise LearnerWorkError(f"the output folder is the solutions folder ({out_dir}): the builder would overwrite the source.")
+    wanted = expected_exercises(solutions_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    changed = []
+    for name, text in wanted.items():
+        target = out_dir / name
+        if target.exists():
+            if target.read_text(encoding="utf-8") == text:
+                continue
+            reason = None if force else learner_work(target)
+            if reason:
+                raise LearnerWorkError(f"not overwriting {target}: {reason}. Copy it somewhere else to keep it, "
+                                       f"delete it, or pass --force to replace it.")
+        target.write_text(text, encoding="utf-8")
+        changed.append(target)
+    return changed
+
+
+def stale(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR) -> list[str]:
+    """Why out_dir differs from what the builder would write (empty when up to date)."""
+    wanted = expected_exercises(solutions_dir)
+    out_dir = Path(out_dir)
+    problems = []
+    for name, text in wanted.items():
+        target = out_dir / name
+        if not target.exists():
+            problems.append(f"{target} is missing")
+        elif target.read_text(encoding="utf-8") != text:
+            problems.append(f"{target} differs from its source solutions/{name}")
+    for extra in sorted(set(p.name for p in out_dir.glob("*.ipynb")) - set(wanted)):
+        problems.append(f"{out_dir / extra} has no source in solutions/")
+    return problems
+
+
+def execute_solutions(solutions_dir: Path = SOLUTIONS_DIR, timeout_s: int = 600) -> list[Path]:
+    """Stamp the cell metadata into each solutions notebook and run it in place with nbclient (outputs stored)."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    changed = []
+    for path in solution_paths(solutions_dir):
+        before = path.read_text(encoding="utf-8")
+        nb = strip_outputs(annotate(nbformat.read(path, as_version=4), path.name))
+        nb.metadata.setdefault("kernelspec", {}).update({"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"})
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        client = NotebookClient(nb, timeout=timeout_s, kernel_name=KERNEL_NAME, record_timing=False,
+                                resources={"metadata": {"path": str(path.parent)}})
+        try:
+            client.execute(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except CellExecutionError as exc:
+            raise ExerciseSourceError(f"{path.name} does not run cleanly, so it was left as it was: "
+                                      f"{exc.ename}: {exc.evalue}") from None
+        nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+        text = dumps(nb)
+        if text != before:
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.build_exercises", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when exercises/ differs from what would be written")
+    parser.add_argument("--execute", action="store_true", help="first run solutions/ in place with nbclient (stores their outputs)")
+    parser.add_argument("--force", action="store_true", help="overwrite copies in the output folder even if they hold a learner's work")
+    parser.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR, help="the single source (default: solutions/)")
+    parser.add_argument("--out", type=Path, default=EXERCISES_DIR, help="where the learner copies go (default: exercises/)")
+    args = parser.parse_args(argv)
+    try:
+        if not solution_paths(args.solutions):
+            print(f"build_exercises: no solutions notebooks (*.ipynb) in {args.solutions}", file=sys.stderr)
+            return 1
+        if args.check:
+            problems = stale(args.solutions, args.out)
+            for p in problems:
+                print(f"stale: {p}", file=sys.stderr)
+            if problems:
+                print("exercises/ is out of date: run `python -m graphcourse.build_exercises`", file=sys.stderr)
+                return 1
+            print(f"{args.out} is up to date with {args.solutions}")
+            return 0
+        if args.execute:
+            for p in execute_solutions(args.solutions):
+                print(f"executed and updated {p}")
+        changed = build(args.solutions, args.out, force=args.force)
+        for p in changed:
+            print(f"wrote {p}")
+        if not changed:
+            print(f"{args.out} already up to date")
+        return 0
+    except GraphCourseError as exc:
+        print(f"build_exercises: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""The grader: pristine checks, one status per exercise, never a hang, never a write to the learner's files.
+
+One class of learners, each a way to break a notebook, is generated from solutions/ in a
+temporary folder and graded in a single call (kernel start-up is the cost, so the class
+is graded once and every test reads that report).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from graphcourse import build_exercises as be
+from graphcourse.grade import answer_cells, main
+
+SOLUTION = be.solution_paths(be.SOLUTIONS_DIR)[0]
+TIMEOUT_S = 4
+
+
+def _learner_copy(answers: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """The exercises/ copy the builder makes, with some answers written in (the model answer where given as 'solution')."""
+    nb = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
+    sol = nbformat.read(SOLUTION, as_version=4)
+    layout = be.layout_of(sol, SOLUTION.name)
+    for ex in layout.exercises:
+        text = (answers or {}).get(ex.id, "solution")
+        nb.cells[ex.answer].source = sol.cells[ex.answer].source if text == "solution" else text
+    return nb
+
+
+def _ids() -> list[str]:
+    return [ex.id for ex in be.layout_of(nbformat.read(SOLUTION, as_version=4)).exercises]
+
+
+def _drop(nb, exercise_id: str, role: str) -> None:
+    nb.cells = [c for c in nb.cells if c.metadata.get("graphcourse", {}).get("exercise") != exercise_id
+                or c.metadata["graphcourse"]["role"] != role]
+
+
+def _replace_checks(nb, exercise_id: str, source: str) -> None:
+    for c in nb.cells:
+        if c.metadata.get("graphcourse", {}).get("exercise") == exercise_id and c.metadata["graphcourse"]["role"] == "check":
+            c.source = source
+
+
+WRONG = {
+    "ex01_bucket_picker": "def pick_bucket(batch_size, buckets):\n    return None\n\ndef pad_batch(batch, size, pad_value=0):\n    return batch",
+    "ex02_keep_outputs": "def replay_all(g, batches):\n    return [g.replay(b) for b in batches]",
+}
+
+
+def _class(root: Path) -> dict[str, Path]:
+    ex1, ex2 = _ids()[:2]
+    learners = {}
+
+    def save(name, nb):
+        folder = root / name
+        folder.mkdir()
+        path = folder / SOLUTION.name
+        nbformat.write(nb, path)
+        learners[name] = path
+
+    save("full", _learner_copy())
+    save("stub", nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4))
+    nb = _learner_copy({ex1: WRONG[ex1]})
+    _drop(nb, ex1, "check")
+    save("deleted_check", nb)
+    nb = _learner_copy({ex2: WRONG[ex2]})
+    _replace_checks(nb, ex2, "assert True")
+    save("assert_true", nb)
+    save("infinite_loop", _learner_copy({ex1: "while True:\n    pass"}))
+    save("kernel_dies", _learner_copy({ex1: "import os\nos._exit(1)"}))
+    nb = _learner_copy()
+    _drop(nb, ex2, "answer")
+    answer = answer_cells(nb, ex1)[0]
+    del answer.metadata["graphcourse"]  # matched by its tag alone
+    save("missing", nb)
+    (root / "corrupt").mkdir()
+    learners["corrupt"] = root / "corrupt" / SOLUTION.name
+    learners["corrupt"].write_text('{"cells": [ {"cell_type": "code", "sou')
+    return learners
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _grade(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "graphcourse.grade", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    learners = _class(root)
+    before = _digest(root)
+    out = tmp_path_factory.mktemp("out")
+    proc = _grade(str(root), "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv"),
+                  "--timeout-per-cell", str(TIMEOUT_S), "--jobs", "2")
+    return {"proc": proc, "report": json.loads((out / "grades.json").read_text()) if proc.returncode == 0 else None,
+            "csv": out / "grades.csv", "before": before, "after": _digest(root), "learners": learners}
+
+
+def _status(graded, learner):
+    assert graded["proc"].returncode == 0, graded["proc"].stderr
+    return {ex: m["status"] for ex, m in graded["report"][learner].items()}
+
+
+def test_a_class_is_graded_in_one_call(graded):
+    assert graded["proc"].returncode == 0, graded["proc"].stderr
+    assert set(graded["report"]) == set(graded["learners"])
+    assert "full" in graded["proc"].stdout and "total" in graded["proc"].stdout  # the readable table
+    for marks in graded["report"].values():
+        assert set(marks) == set(_ids())
+        for m in marks.values():
+            assert m["status"] in ("passed", "failed", "error", "timeout", "missing") and m["message"]
+            assert m["points"] == (m["max"] if m["status"] == "passed" else 0)
+
+
+def test_solutions_get_full_marks(graded):
+    assert set(_status(graded, "full").values()) == {"passed"}
+
+
+def test_generated_exercises_get_zero(graded):
+    for ex, m in graded["report"]["stub"].items():
+        assert m["points"] == 0 and m["status"] in ("failed", "error"), (ex, m)
+
+
+def test_deleting_a_check_earns_nothing(graded):
+    ex1, ex2 = _ids()[:2]
+    assert _status(graded, "deleted_check") == {ex1: "failed", ex2: "passed"}
+    assert "17" in graded["report"]["deleted_check"][ex1]["message"]  # the pristine check's teaching message
+
+
+def test_replacing_a_check_by_assert_true_earns_nothing(graded):
+    ex1, ex2 = _ids()[:2]
+    assert _status(graded, "assert_true") == {ex1: "passed", ex2: "failed"}
+    assert "static output" in graded["report"]["assert_true"][ex2]["message"]
+
+
+def test_an_infinite_loop_times_out_that_exercise_only(graded):
+    ex1, ex2 = _ids()[:2]
+    assert _status(graded, "infinite_loop") == {ex1: "timeout", ex2: "passed"}
+
+
+def test_a_dying_kernel_is_an_error_for_that_exercise_only(graded):
+    ex1, ex2 = _ids()[:2]
+    assert _status(graded, "kernel_dies") == {ex1: "error", ex2: "passed"}
+    assert "kernel died" in graded["report"]["kernel_dies"][ex1]["message"]
+
+
+def test_a_missing_answer_is_missing_and_a_tag_alone_still_matches(graded):
+    ex1, ex2 = _ids()[:2]
+    assert _status(graded, "missing") == {ex1: "passed", ex2: "missing"}
+
+
+def test_a_corrupt_notebook_is_an_error_with_a_reason(graded):
+    for m in graded["report"]["corrupt"].values():
+        assert m["status"] == "error" and "could not read" in m["message"]
+
+
+def test_the_learners_files_are_never_written(graded):
+    assert graded["after"] == graded["before"]
+
+
+def test_the_csv_is_a_gradebook(graded):
+    rows = list(csv.DictReader(graded["csv"].open()))
+    assert {r["learner"] for r in rows} == set(graded["learners"])
+    full = next(r for r in rows if r["learner"] == "full")
+    assert full["total"] == full["max"] != "0"
+
+
+def test_one_corrupt_file_on_its_own(tmp_path):
+    bad = tmp_path / "alice.ipynb"
+    bad.write_text("not a notebook")
+    report = tmp_path / "r.json"
+    assert main([str(bad), "--report", str(report), "--quiet"]) == 0
+    marks = json.loads(report.read_text())["alice"]
+    assert {m["status"] for m in marks.values()} == {"error"}
+
+
+def test_the_grader_says_why_it_cannot_run(tmp_path, capsys):
+    with pytest.raises(SystemExit) as bad_args:
+        main([str(tmp_path / "nobody"), "--report", str(tmp_path / "r.json")])
+    assert bad_args.value.code == 2 and "does not exist" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "class").mkdir()
+    assert main([str(tmp_path / "class"), "--report", str(tmp_path / "r.json"), "--solutions", str(tmp_path / "empty")]) == 1
+    assert "no solutions notebooks" in capsys.readouterr().err
+    assert main([str(tmp_path / "class"), "--report", str(tmp_path / "r.json")]) == 1
+    assert "no learner notebooks" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
