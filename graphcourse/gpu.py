@@ -1,0 +1,585 @@
+"""Real CUDA graphs with torch: capture and replay, a bucketed runner, a tiny GPT with a static KV cache, timing helpers.
+
+Each piece has a toygraph twin: :func:`capture` is ``toygraph``'s record-then-replay, :class:`BucketedRunner`
+is its bucketed graphs (the bucket arithmetic itself is imported from :mod:`toygraph.buckets`, never
+re-implemented here), and :class:`TinyGPT` is the decode step whose launch cost a graph removes.
+Everything that needs no GPU (the model, padding and slicing, the runner driven by :class:`EagerStep`)
+also runs on a CPU, so it can be tested there.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from toygraph.buckets import EagerFallbackWarning, bucket_for, check_buckets, padding_report, PaddingReport
+
+from .errors import BatchShapeError, NoCudaError
+
+__all__ = [
+    "BucketReport",
+    "BucketedRunner",
+    "CapturedGraph",
+    "EagerFallbackWarning",
+    "EagerStep",
+    "GPTConfig",
+    "KernelProfile",
+    "MemoryDelta",
+    "RunnerReport",
+    "StaticKVCache",
+    "TinyGPT",
+    "benchmark_us",
+    "capture",
+    "cuda_available",
+    "cuda_time_us",
+    "fill_padded_",
+    "kernel_profile",
+    "pad_rows",
+    "require_cuda",
+    "slice_rows",
+]
+
+
+# --------------------------------------------------------------------------- CUDA presence
+
+
+def cuda_available() -> bool:
+    """True when torch sees a CUDA GPU here."""
+    return torch.cuda.is_available()
+
+
+def require_cuda(what: str = "this step") -> None:
+    """Raise NoCudaError, naming `what`, when there is no CUDA GPU."""
+    if not cuda_available():
+        raise NoCudaError(what)
+
+
+# --------------------------------------------------------------------------- capture and replay
+
+
+@dataclass(frozen=True)
+class MemoryDelta:
+    """GPU memory a capture added: bytes held by live tensors and bytes the caching allocator reserved."""
+
+    allocated_bytes: int
+    reserved_bytes: int
+
+
+def _memory_now() -> tuple[int, int]:
+    torch.cuda.synchronize()
+    gc.collect()
+    torch.cuda.empty_cache()  # torch.cuda.graph does this on entry too; without it the delta hides cached blocks
+    return torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+
+
+def _as_tuple(x: Any) -> tuple:
+    return x if isinstance(x, tuple) else (x,)
+
+
+@dataclass
+class CapturedGraph:
+    """A callable captured once: static input tensors, the graph, and the static output it writes on replay."""
+
+    graph: Any  # torch.cuda.CUDAGraph
+    static_inputs: tuple[Tensor, ...]
+    static_output: Any
+    memory: MemoryDelta
+    capture_s: float
+
+    def replay(self, *inputs: Tensor) -> Any:
+        """Copy `inputs` (if given) into the static inputs, replay the graph and return the static output."""
+        if inputs:
+            if len(inputs) != len(self.static_inputs):
+                raise BatchShapeError(
+                    f"captured with {len(self.static_inputs)} input(s), replayed with {len(inputs)}: "
+                    f"a graph reads exactly the tensors it was captured with."
+                )
+            for static, new in zip(self.static_inputs, inputs):
+                _check_same_shape(static, new)
+                static.copy_(new)
+        self.graph.replay()
+        return self.static_output
+
+    __call__ = replay
+
+
+def _check_same_shape(static: Tensor, new: Tensor) -> None:
+    if static.shape != new.shape:
+        raise BatchShapeError(
+            f"captured with an input of shape {tuple(static.shape)}, replayed with {tuple(new.shape)}: "
+            f"a graph's shapes and addresses are baked in at capture. Capture one graph per bucket "
+            f"(1, 2, 4, 8, ...) and pad each batch to the smallest bucket that fits (BucketedRunner does this)."
+        )
+
+
+def capture(
+    fn: Callable[..., Any],
+    *example_inputs: Tensor,
+    warmup_iters: int = 3,
+    pool: Any = None,
+) -> CapturedGraph:
+    """Warm `fn` up on a side stream, capture it with torch.cuda.graph on a non-default stream, return the replayable graph.
+
+    The example inputs are cloned into static inputs that the graph reads on every replay; copy new
+    data into them (``replay(*new_inputs)`` does) rather than passing new tensors. Give the same
+    `pool` (from ``torch.cuda.graph_pool_handle()``) to several captures to let them share memory;
+    replay those graphs one at a time, on one stream.
+    """
+    require_cuda("capturing a CUDA graph")
+    static_inputs = tuple(x.clone() for x in example_inputs)
+    # Warm-up: lazy initialisation (cuBLAS handles, workspaces, autotuning) must not happen during capture.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup_iters):
+            fn(*static_inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    allocated_before, reserved_before = _memory_now()
+    graph = torch.cuda.CUDAGraph()
+    start_s = time.perf_counter()
+    with torch.cuda.graph(graph, pool=pool):  # torch.cuda.graph captures on its own non-default stream
+        static_output = fn(*static_inputs)
+    torch.cuda.synchronize()
+    capture_s = time.perf_counter() - start_s
+    allocated_after, reserved_after = _memory_now()
+    memory = MemoryDelta(allocated_after - allocated_before, reserved_after - reserved_before)
+    return CapturedGraph(graph, static_inputs, static_output, memory, capture_s)
+
+
+@dataclass
+class EagerStep:
+    """The interface of CapturedGraph with no graph: replay() calls fn eagerly on the static inputs (CPU tests, toy twins)."""
+
+    fn: Callable[..., Any]
+    static_inputs: tuple[Tensor, ...]
+    static_output: Any = None
+    memory: MemoryDelta = field(default_factory=lambda: MemoryDelta(0, 0))
+    capture_s: float = 0.0
+
+    @classmethod
+    def build(cls, fn: Callable[..., Any], *example_inputs: Tensor, **_: Any) -> "EagerStep":
+        """Make an EagerStep with static copies of the example inputs (same signature as capture)."""
+        step = cls(fn, tuple(x.clone() for x in example_inputs))
+        step.static_output = fn(*step.static_inputs)
+        return step
+
+    def replay(self, *inputs: Tensor) -> Any:
+        """Copy `inputs` (if given) into the static inputs, run fn eagerly and return its output."""
+        for static, new in zip(self.static_inputs, inputs):
+            _check_same_shape(static, new)
+            static.copy_(new)
+        self.static_output = self.fn(*self.static_inputs)
+        return self.static_output
+
+    __call__ = replay
+
+
+# --------------------------------------------------------------------------- padding and slicing
+
+
+def _check_fits(static: Tensor, batch: Tensor) -> int:
+    rows = batch.shape[0]
+    if rows > static.shape[0]:
+        raise BatchShapeError(
+            f"a batch of {rows} rows does not fit a bucket of {static.shape[0]}: pick the smallest bucket "
+            f"that holds it (toygraph.buckets.bucket_for) or run it eagerly."
+        )
+    if batch.shape[1:] != static.shape[1:]:
+        raise BatchShapeError(
+            f"rows of shape {tuple(batch.shape[1:])} do not match the captured rows {tuple(static.shape[1:])}: "
+            f"only the batch dimension may vary between requests; capture again for another row shape."
+        )
+    if batch.dtype != static.dtype:
+        raise BatchShapeError(
+            f"batch dtype {batch.dtype} differs from the captured {static.dtype}: convert it before copying in."
+        )
+    return rows
+
+
+def pad_rows(batch: Tensor, bucket: int, pad_value: float = 0) -> Tensor:
+    """A new tensor: `batch` with rows of `pad_value` appended along dim 0 up to `bucket` rows."""
+    padded = torch.full((bucket, *batch.shape[1:]), pad_value, dtype=batch.dtype, device=batch.device)
+    _check_fits(padded, batch)
+    padded[: batch.shape[0]] = batch
+    return padded
+
+
+def fill_padded_(static: Tensor, batch: Tensor, pad_value: float = 0) -> Tensor:
+    """Copy `batch` into the first rows of `static` in place and set the remaining rows to `pad_value`."""
+    rows = _check_fits(static, batch)
+    static[:rows].copy_(batch)
+    if rows < static.shape[0]:
+        static[rows:].fill_(pad_value)
+    return static
+
+
+def slice_rows(output: Any, rows: int, copy: bool = True) -> Any:
+    """The first `rows` rows of an output (a tensor or a tuple of tensors), copied so the next replay cannot overwrite them."""
+    if isinstance(output, tuple):
+        return tuple(slice_rows(o, rows, copy) for o in output)
+    view = output[:rows]
+    return view.clone() if copy else view
+
+
+# --------------------------------------------------------------------------- bucketed runner
+
+
+@dataclass(frozen=True)
+class BucketReport:
+    """One captured bucket: its size, the memory its capture added and how often it was replayed."""
+
+    bucket: int
+    allocated_bytes: int
+    reserved_bytes: int
+    capture_s: float
+    replays: int
+
+
+@dataclass(frozen=True)
+class RunnerReport:
+    """What a BucketedRunner cost: memory per bucket, padding waste and eager fallbacks over the batches it ran."""
+
+    buckets: tuple[BucketReport, ...]
+    padding: PaddingReport
+    shared_pool: bool
+
+    @property
+    def waste_fraction(self) -> float:
+        """Padding rows over all rows run through graphs."""
+        return self.padding.waste_fraction
+
+    @property
+    def reserved_bytes(self) -> int:
+        """GPU memory reserved by all captures together."""
+        return sum(b.reserved_bytes for b in self.buckets)
+
+
+class BucketedRunner:
+    """One captured graph per bucket size; a batch is padded to the smallest bucket that fits, replayed and sliced.
+
+    Above the largest bucket the batch runs eagerly with an :class:`EagerFallbackWarning`, the
+    policy ``toygraph.buckets`` documents. Outputs are sliced copies, safe to keep across calls.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[Tensor], Any],
+        example: Tensor,
+        buckets: Iterable[int],
+        *,
+        pad_value: float = 0,
+        share_pool: bool = True,
+        warmup_iters: int = 3,
+        progress: bool = True,
+        step_factory: Callable[..., Any] | None = None,
+    ) -> None:
+        """Capture `fn` once per bucket on inputs shaped like `example` (any batch size; rows are what matter)."""
+        self.fn = fn
+        self.buckets = check_buckets(buckets)
+        self.pad_value = pad_value
+        self.shared_pool = share_pool and step_factory is None
+        self.batch_sizes: list[int] = []
+        self._replays = {b: 0 for b in self.buckets}
+        if step_factory is None:
+            require_cuda("BucketedRunner (one CUDA graph per bucket)")
+            pool = torch.cuda.graph_pool_handle() if share_pool else None
+
+            def step_factory(f: Callable[..., Any], x: Tensor) -> CapturedGraph:
+                return capture(f, x, warmup_iters=warmup_iters, pool=pool)
+
+        from tqdm.auto import tqdm
+
+        self.steps: dict[int, Any] = {}
+        # Largest first: with a shared pool, smaller graphs reuse the memory the largest one reserved.
+        order = sorted(self.buckets, reverse=True)
+        for b in tqdm(order, desc="capturing buckets", unit="graph", disable=not progress):
+            static = torch.full((b, *example.shape[1:]), pad_value, dtype=example.dtype, device=example.device)
+            self.steps[b] = step_factory(fn, static)
+
+    def __call__(self, batch: Tensor) -> Any:
+        """Run one batch: pad to its bucket, replay, slice; eagerly with a warning above the largest bucket."""
+        rows = batch.shape[0]
+        self.batch_sizes.append(rows)
+        bucket = bucket_for(rows, self.buckets)
+        if bucket is None:
+            warnings.warn(
+                EagerFallbackWarning(
+                    f"batch of {rows} is above the largest captured bucket ({self.buckets[-1]}): ran eagerly, "
+                    f"paying every kernel launch. Add a bucket of at least {rows} if such batches are common."
+                ),
+                stacklevel=2,
+            )
+            return self.fn(batch)
+        step = self.steps[bucket]
+        fill_padded_(step.static_inputs[0], batch, self.pad_value)
+        output = step.replay()
+        self._replays[bucket] += 1
+        return slice_rows(output, rows)
+
+    def report(self) -> RunnerReport:
+        """Memory per bucket and the padding waste of every batch run so far."""
+        per_bucket = tuple(
+            BucketReport(b, s.memory.allocated_bytes, s.memory.reserved_bytes, s.capture_s, self._replays[b])
+            for b, s in sorted(self.steps.items())
+        )
+        return RunnerReport(per_bucket, padding_report(self.batch_sizes, self.buckets), self.shared_pool)
+
+
+# --------------------------------------------------------------------------- tiny GPT with a static KV cache
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Sizes of the tiny GPT-style decoder."""
+
+    vocab_size: int = 1024
+    d_model: int = 256
+    n_layers: int = 4
+    n_heads: int = 4
+    max_len: int = 128
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head."""
+        return self.d_model // self.n_heads
+
+
+@dataclass
+class StaticKVCache:
+    """Keys and values preallocated once, each [layers, batch, heads, max_len, head_dim], written in place at a device position."""
+
+    k: Tensor
+    v: Tensor
+
+    @classmethod
+    def allocate(
+        cls, config: GPTConfig, max_batch: int, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+    ) -> "StaticKVCache":
+        """Zeroed cache for up to `max_batch` sequences of up to config.max_len tokens."""
+        shape = (config.n_layers, max_batch, config.n_heads, config.max_len, config.head_dim)
+        return cls(torch.zeros(shape, device=device, dtype=dtype), torch.zeros(shape, device=device, dtype=dtype))
+
+    @property
+    def batch(self) -> int:
+        """Number of sequences this cache (or view) holds."""
+        return self.k.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the keys and values together."""
+        return self.k.numel() * self.k.element_size() * 2
+
+    def batch_view(self, batch: int) -> "StaticKVCache":
+        """The first `batch` sequences, a view sharing memory (what one bucket's graph reads and writes)."""
+        if batch > self.batch:
+            raise BatchShapeError(
+                f"the cache holds {self.batch} sequences, asked for {batch}: allocate it for the largest bucket."
+            )
+        return StaticKVCache(self.k[:, :batch], self.v[:, :batch])
+
+    def reset_(self) -> None:
+        """Zero the keys and values in place (addresses unchanged, so captured graphs stay valid)."""
+        self.k.zero_()
+        self.v.zero_()
+
+
+class _Block(nn.Module):
+    def __init__(self, c: GPTConfig) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(c.d_model)
+        self.qkv = nn.Linear(c.d_model, 3 * c.d_model)
+        self.proj = nn.Linear(c.d_model, c.d_model)
+        self.ln2 = nn.LayerNorm(c.d_model)
+        self.fc1 = nn.Linear(c.d_model, 4 * c.d_model)
+        self.fc2 = nn.Linear(4 * c.d_model, c.d_model)
+
+    def mlp(self, x: Tensor) -> Tensor:
+        return self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class TinyGPT(nn.Module):
+    """A small GPT-style decoder: learned positions, pre-norm blocks, greedy next token chosen on the device."""
+
+    def __init__(self, config: GPTConfig | None = None, seed: int = 0) -> None:
+        super().__init__()
+        c = config or GPTConfig()
+        if c.d_model % c.n_heads:
+            raise ValueError(f"d_model {c.d_model} is not divisible by n_heads {c.n_heads}: pick heads that divide it.")
+        self.config = c
+        torch.manual_seed(seed)
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = nn.Embedding(c.max_len, c.d_model)
+        self.blocks = nn.ModuleList(_Block(c) for _ in range(c.n_layers))
+        self.ln_f = nn.LayerNorm(c.d_model)
+        self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.register_buffer("positions", torch.arange(c.max_len), persistent=False)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.normal_(p, std=0.5 / math.sqrt(p.shape[-1]))
+        self.requires_grad_(False)
+        self.eval()
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """Logits [batch, time, vocab] by recomputing every position with a causal mask (the naive reference)."""
+        c = self.config
+        b, t = tokens.shape
+        x = self.tok_emb(tokens) + self.pos_emb(self.positions[:t])
+        causal = torch.ones(t, t, dtype=torch.bool, device=tokens.device).tril()
+        for blk in self.blocks:
+            q, k, v = blk.qkv(blk.ln1(x)).view(b, t, 3, c.n_heads, c.head_dim).permute(2, 0, 3, 1, 4)
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(c.head_dim)
+            att = scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v  # [b, heads, t, head_dim]
+            x = x + blk.proj(att.transpose(1, 2).reshape(b, t, c.d_model))
+            x = x + blk.mlp(x)
+        return self.head(self.ln_f(x))
+
+    def decode_logits(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache) -> Tensor:
+        """Logits [batch, vocab] for one new token per sequence at device position `pos`, writing K and V into `cache`."""
+        c = self.config
+        b = tokens.shape[0]
+        if cache.batch != b:
+            raise BatchShapeError(
+                f"{b} tokens but a cache of {cache.batch} sequences: pass cache.batch_view({b}) for this batch."
+            )
+        index = pos.reshape(1)  # a device tensor: no .item(), so the step can be captured and replayed
+        x = self.tok_emb(tokens) + self.pos_emb(index)
+        # Attend to positions 0..pos of the preallocated cache; later slots are masked out.
+        mask = torch.zeros(c.max_len, dtype=x.dtype, device=x.device).masked_fill_(self.positions > index, float("-inf"))
+        mask = mask.view(1, 1, 1, c.max_len)
+        for layer, blk in enumerate(self.blocks):
+            q, k, v = blk.qkv(blk.ln1(x)).view(b, 3, c.n_heads, 1, c.head_dim).unbind(1)
+            k_cache, v_cache = cache.k[layer], cache.v[layer]  # [b, heads, max_len, head_dim]
+            k_cache.index_copy_(2, index, k)
+            v_cache.index_copy_(2, index, v)
+            att = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)  # [b, heads, 1, head_dim]
+            x = x + blk.proj(att.reshape(b, c.d_model))
+            x = x + blk.mlp(x)
+        return self.head(self.ln_f(x))
+
+    def decode_step(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache) -> Tensor:
+        """Next token per sequence (greedy argmax on the device, no host sync): the step a graph captures."""
+        return self.decode_logits(tokens, pos, cache).argmax(-1)
+
+    def new_cache(self, max_batch: int, device: torch.device | str | None = None) -> StaticKVCache:
+        """A static KV cache for this model on its device (or `device`)."""
+        dev = device if device is not None else self.head.weight.device
+        return StaticKVCache.allocate(self.config, max_batch, dev, self.head.weight.dtype)
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+def cuda_time_us(fn: Callable[[], Any], *, iters: int = 100, warmup: int = 10) -> float:
+    """Mean µs per call of `iters` back-to-back calls, between two CUDA events (CPU launch cost included)."""
+    require_cuda("timing with CUDA events")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / iters
+
+
+def benchmark_us(fn: Callable[[], Any], *, min_run_time_s: float = 0.2) -> float:
+    """Median µs per call from torch.utils.benchmark (it synchronises CUDA around its timings; works on a CPU too)."""
+    from torch.utils import benchmark
+
+    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn})
+    return timer.blocked_autorange(min_run_time=min_run_time_s).median * 1e6
+
+
+@dataclass(frozen=True)
+class KernelProfile:
+    """GPU kernels of one call as torch.profiler saw them: how many, and their summed GPU time."""
+
+    kernels_per_call: float
+    kernel_time_us: float
+    top_kernels: tuple[tuple[str, float], ...] = ()
+
+
+def _is_kernel(name: str) -> bool:
+    return not name.startswith(("Memcpy", "Memset", "cudaMem"))
+
+
+def kernel_profile(fn: Callable[[], Any], *, iters: int = 5, warmup: int = 3) -> KernelProfile:
+    """Profile `iters` calls of `fn` and return kernels per call and their summed GPU time per call in µs."""
+    require_cuda("profiling GPU kernels")
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    count = 0
+    total_us = 0.0
+    by_name: dict[str, float] = {}
+    for event in prof.events():
+        if event.device_type != DeviceType.CUDA or not _is_kernel(event.name):
+            continue
+        duration_us = event.time_range.elapsed_us()
+        count += 1
+        total_us += duration_us
+        by_name[event.name] = by_name.get(event.name, 0.0) + duration_us / iters
+    top = tuple(sorted(by_name.items(), key=lambda kv: -kv[1])[:5])
+    return KernelProfile(count / iters, total_us / iters, top)
+
+
+def as_device_position(pos: int, device: torch.device | str) -> Tensor:
+    """A 0-dim int64 tensor holding `pos` on `device` (the decode step reads its position from here)."""
+    return torch.tensor(pos, dtype=torch.long, device=device)
+
+
+def greedy_tokens_eager(model: TinyGPT, prompt: Tensor, new_tokens: int) -> Tensor:
+    """Greedy continuation of `prompt` [batch, time] by full recompute each token (slow reference)."""
+    tokens = prompt
+    for _ in range(new_tokens):
+        nxt = model(tokens)[:, -1].argmax(-1, keepdim=True)
+        tokens = torch.cat([tokens, nxt], dim=1)
+    return tokens[:, prompt.shape[1] :]
+
+
+def greedy_tokens_cached(model: TinyGPT, prompt: Tensor, new_tokens: int, step: Callable[..., Tensor] | None = None) -> Tensor:
+    """Greedy continuation with the static KV cache, one decode step per token (prompt fed token by token)."""
+    b, t = prompt.shape
+    cache = model.new_cache(b, prompt.device)
+    pos = as_device_position(0, prompt.device)
+    run = step or (lambda tok, p: model.decode_step(tok, p, cache))
+    out = []
+    nxt = prompt[:, 0]
+    for i in range(t + new_tokens - 1):
+        pos.fill_(i)
+        tok = prompt[:, i] if i < t else nxt
+        nxt = run(tok, pos)
+        if i >= t - 1:
+            out.append(nxt)
+    return torch.stack(out, dim=1)
+
+
+def batch_sizes_stream(n_batches: int, max_batch: int, seed: int = 0) -> list[int]:
+    """A seeded random stream of batch sizes, uniform in 1..max_batch (what a server sees)."""
+    import random
+
+    rng = random.Random(seed)
+    return [rng.randint(1, max_batch) for _ in range(n_batches)]
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean (0.0 for no values)."""
+    return sum(values) / len(values) if values else 0.0
