@@ -11,7 +11,7 @@ PORT   ?= 8888
 LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: setup lab test unit notebooks browser exercises clean-venv
+.PHONY: setup lab test unit notebooks browser exercises bench clean-venv
 
 setup: $(STAMP)
 
@@ -30,6 +30,7 @@ lab: setup
 test: setup unit notebooks
 
 unit: setup
+	$(PY) -m graphcourse.build_exercises --check
 	$(PY) -m pytest -q tests
 
 notebooks: setup
@@ -39,7 +40,10 @@ browser: setup
 	$(PY) -m pytest -q -m browser tests
 
 exercises: setup
-	$(PY) -m graphcourse.build_exercises
+	$(PY) -m graphcourse.build_exercises --execute
+
+bench: setup
+	$(PY) -m graphcourse.bench --out data/gpu_reference.json
 
 clean-venv:
 	rm -rf $(VENV)

@@ -9,7 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from toygraph.timeline import Timeline
+from toygraph.timeline import CostModel, Timeline
 
 COLORS = {
     "launch": "#4C72B0",        # eager launches: the launch tax
@@ -65,4 +65,88 @@ def compare_timelines(timelines: dict[str, Timeline], title: str = "") -> Figure
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+def draw_timeline_grouped(timeline: Timeline, ax: Axes | None = None, title: str = "", max_us: float | None = None) -> Axes:
+    """The picture of draw_timeline, drawn with one bar collection per lane and kind: fast enough to redraw under a slider."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 2.2))
+    draw_timeline(Timeline(step_end_us=list(timeline.step_end_us)), ax=ax, max_us=max_us or max(timeline.total_us, 1.0))
+    lanes = {"cpu": 1.0, "gpu": 0.0}
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for event in timeline.events:
+        groups.setdefault((event.lane, event.kind), []).append((event.start_us, max(event.duration_us, 1e-3)))
+    for (lane, kind), bars in groups.items():
+        ax.broken_barh(bars, (lanes[lane] - 0.35, 0.7), facecolors=COLORS.get(kind, "#999999"),
+                       edgecolors="white", linewidth=0.3)
+    util = 100 * timeline.gpu_utilization
+    ax.set_title(f"{title}  —  {timeline.total_us:,.1f} µs, GPU busy {util:.0f}%".strip(" —"), fontsize=10, loc="left")
+    return ax
+
+
+def compare_timelines_grouped(timelines: dict[str, Timeline], title: str = "") -> Figure:
+    """compare_timelines drawn with draw_timeline_grouped (the same figure, quick to redraw for the slider explorers)."""
+    if not timelines:
+        raise ValueError("compare_timelines_grouped needs at least one timeline, e.g. {'eager': t1, 'graph': t2}.")
+    end = max(t.total_us for t in timelines.values())
+    fig, axes = plt.subplots(len(timelines), 1, figsize=(10, 1.9 * len(timelines) + 0.6), sharex=True, squeeze=False)
+    for ax, (name, t) in zip(axes[:, 0], timelines.items()):
+        draw_timeline_grouped(t, ax=ax, title=name, max_us=end)
+    for ax in axes[:-1, 0]:
+        ax.set_xlabel("")
+    kinds = sorted({e.kind for t in timelines.values() for e in t.events}, key=list(COLORS).index)
+    fig.legend(handles=legend_handles(kinds), loc="lower center", ncol=min(len(kinds), 6), fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+def plot_chain_vs_toy(chain: dict, label: str, cost: CostModel | None = None) -> Figure:
+    """µs per kernel against chain length: measured eager and graph (the benchmark's 'chain' section) beside the toy's prediction."""
+    from toygraph.timeline import step_time_us
+
+    rows = sorted(chain["rows"], key=lambda r: r["kernels"])
+    ns = [r["kernels"] for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot(ns, [r["eager_us_per_kernel"] for r in rows], "o-", color=COLORS["launch"], label="eager, measured")
+    ax.plot(ns, [r["graph_us_per_node"] for r in rows], "o-", color=COLORS["graph_launch"], label="graph replay, measured")
+    ax.plot(ns, [step_time_us(n, mode="eager", cost=cost) / n for n in ns], "--", color=COLORS["launch"],
+            alpha=0.7, label="eager, toy prediction")
+    ax.plot(ns, [step_time_us(n, mode="graph", cost=cost) / n for n in ns], "--", color=COLORS["graph_launch"],
+            alpha=0.7, label="graph replay, toy prediction")
+    ax.set(xscale="log", yscale="log", xlabel="kernels in the chain (N)", ylabel="µs per kernel",
+           title=f"A chain of N tiny kernels ({chain.get('op', 'tiny kernels')}), {label}")
+    ax.title.set_fontsize(9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_bucketed_runner(bucketed: dict, label: str) -> Figure:
+    """The bucketed runner on a mixed stream (the benchmark's 'bucketed' section): throughput, padding, memory per bucket."""
+    fig, (speed, waste, memory) = plt.subplots(1, 3, figsize=(12, 3.6), gridspec_kw={"width_ratios": [1, 1, 2]})
+    speed.bar(["eager", "bucketed\ngraphs"], [bucketed["eager_rows_per_s"], bucketed["graph_rows_per_s"]],
+              color=[COLORS["launch"], COLORS["graph_launch"]])
+    speed.set(ylabel="rows per second", title=f"throughput: {bucketed['speedup']:.1f}x eager")
+    pad = bucketed["padding"]
+    waste.bar(["useful", "padding"], [pad["useful_rows"], pad["padded_rows"]], color=[COLORS["graph_launch"], COLORS["sync"]])
+    waste.set(ylabel="rows replayed", title=f"padding: {100 * pad['waste_fraction']:.1f}% of rows")
+    per_bucket = sorted(bucketed["memory_per_bucket"], key=lambda m: m["bucket"])
+    xs = range(len(per_bucket))
+    mib = 2**20
+    memory.bar([x - 0.2 for x in xs], [m["private_pool_reserved_bytes"] / mib for m in per_bucket], width=0.4,
+               color=COLORS["kernel"], label="own private pool")
+    memory.bar([x + 0.2 for x in xs], [m["shared_pool_reserved_bytes"] / mib for m in per_bucket], width=0.4,
+               color=COLORS["graph_launch"], label="one shared pool (largest captured first)")
+    memory.set_xticks(list(xs), [str(m["bucket"]) for m in per_bucket])
+    memory.set(xlabel="bucket", ylabel="MiB reserved by its capture", title="GPU memory per captured bucket")
+    memory.legend(fontsize=8)
+    for ax in (speed, waste, memory):
+        ax.title.set_fontsize(9)
+    fig.suptitle(f"Bucketed runner, {bucketed['stream']['n_batches']} batches of 1..{bucketed['stream']['max']} rows, {label}",
+                 fontsize=10)
+    fig.tight_layout()
     return fig
