@@ -1,0 +1,94 @@
+"""Lesson 05's helpers: the toy's prediction for a measured decode step, and the plots of µs per token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from toygraph.timeline import CostModel, step_time_us
+
+from .plots import COLORS
+
+
+@dataclass(frozen=True)
+class ToyPrediction:
+    """What toygraph predicts for a decode step of `kernels` kernels of `kernel_us` each."""
+
+    kernels: int
+    kernel_us: float
+    eager_us: float
+    graph_us: float
+    eager_item_us: float
+    graph_item_us: float
+
+    @property
+    def speedup(self) -> float:
+        """Eager step time over graph step time."""
+        return self.eager_us / self.graph_us
+
+
+def toy_prediction(row: dict[str, Any], cost: CostModel | None = None) -> ToyPrediction:
+    """The toy's step times for a measured decode row: its kernel count, each kernel the row's mean kernel time."""
+    n = round(row["kernels"])
+    if n < 1:
+        raise ValueError(f"the row has {row['kernels']!r} kernels: a decode step needs at least one.")
+    kernels = [row["kernel_time_us"] / n] * n
+    times = {(mode, sync): step_time_us(kernels, mode=mode, sync_every_step=sync, cost=cost)
+             for mode in ("eager", "graph") for sync in (False, True)}
+    return ToyPrediction(n, kernels[0], times["eager", False], times["graph", False],
+                         times["eager", True], times["graph", True])
+
+
+def cpu_us_per_launch(row: dict[str, Any]) -> float:
+    """The eager step's CPU time per kernel it launched (what `launch_us` would have to be for the toy to match)."""
+    return row["eager_step_us"] / row["kernels"]
+
+
+def plot_decode_per_batch(decode: dict[str, Any], label: str, cost: CostModel | None = None) -> Figure:
+    """µs per output token against batch size: eager and graph replay as measured, the kernels' own GPU time, the toy's prediction."""
+    rows = sorted(decode["rows"], key=lambda r: r["batch"])
+    batches = [r["batch"] for r in rows]
+    toy = [toy_prediction(r, cost) for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot(batches, [r["eager_step_us"] for r in rows], "o-", color=COLORS["launch"], label="eager, measured")
+    ax.plot(batches, [r["graph_step_us"] for r in rows], "o-", color=COLORS["graph_launch"], label="graph replay, measured")
+    ax.plot(batches, [r["kernel_time_us"] for r in rows], "s:", color=COLORS["kernel"], label="sum of kernel GPU time (floor)")
+    ax.plot(batches, [t.eager_us for t in toy], "--", color=COLORS["launch"], alpha=0.6, label="eager, toy prediction")
+    ax.plot(batches, [t.graph_us for t in toy], "--", color=COLORS["graph_launch"], alpha=0.6, label="graph, toy prediction")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.set_ylim(0, None)
+    c = decode.get("config", {})
+    ax.set(xlabel="batch size (sequences decoded together)", ylabel="µs per decode step (one token per sequence)",
+           title=f"Tiny GPT decode step (d={c.get('d_model', '?')}, {c.get('n_layers', '?')} layers), {label}")
+    ax.title.set_fontsize(9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_item_cost(item: dict[str, Any], label: str, toy: ToyPrediction | None = None) -> Figure:
+    """µs per token for eager and graph loops, with and without one `.item()` a token (the benchmark's 'item_sync' section)."""
+    groups = ["eager", "graph"]
+    plain = [item["eager_us_per_token"], item["graph_us_per_token"]]
+    synced = [item["eager_item_us_per_token"], item["graph_item_us_per_token"]]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    xs = range(len(groups))
+    ax.bar([x - 0.2 for x in xs], plain, width=0.4, color=COLORS["graph_launch"], label="token stays on the GPU")
+    ax.bar([x + 0.2 for x in xs], synced, width=0.4, color=COLORS["sync"], label="one .item() a token")
+    if toy is not None:
+        ax.scatter([x - 0.2 for x in xs], [toy.eager_us, toy.graph_us], marker="_", s=600, color="black", zorder=3,
+                   label="toy prediction")
+        ax.scatter([x + 0.2 for x in xs], [toy.eager_item_us, toy.graph_item_us], marker="_", s=600, color="black", zorder=3)
+    for x, a, b in zip(xs, plain, synced):
+        ax.annotate(f"{b - a:+.0f} µs", (x + 0.2, b), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(list(xs), groups)
+    ax.set(ylabel="µs per output token", title=f"The cost of .item() in the token loop (batch {item['batch']}), {label}")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
