@@ -1,0 +1,261 @@
+"""Helpers for lesson 06, the common mistakes: run a capture that is meant to fail in a child process, show real or expected error text.
+
+A failed CUDA capture can leave the process's CUDA context unusable, so the lesson never
+fails a capture in its own kernel: :func:`run_snippet` runs the code with ``sys.executable -c``
+under a timeout and hands back the exit code and the error lines of its traceback. Where no
+CUDA GPU is here, :func:`live_or_expected` prints the text torch gives instead, labelled as
+expected and with where that text comes from. torch is imported only by the GPU helpers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+__all__ = [
+    "EXPECTED",
+    "ChildResult",
+    "Expected",
+    "error_lines",
+    "live_or_expected",
+    "on_gpu",
+    "print_expected",
+    "reserved_per_bucket_live",
+    "run_snippet",
+    "sync_debug",
+    "tp_step_kernels",
+]
+
+_TRACEBACK = "Traceback (most recent call last):"
+_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[\\/][\w.+@~-]+){2,}[\\/]([\w.+@-]+)")
+
+
+def _strip_paths(line: str) -> str:
+    """The line with every absolute file path shortened to its file name (no path of this machine in a lesson)."""
+    return _PATH.sub(r"\1", line)
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The exception line of each traceback in `stderr`, in order (a chained error gives several), paths shortened.
+
+    The exception line is the first unindented line after a ``Traceback (most recent call last):``
+    header; only its first line is kept (torch appends hints such as CUDA_LAUNCH_BLOCKING on
+    the lines after it). Without any traceback, the last non-empty line of stderr stands in.
+    """
+    lines = stderr.splitlines()
+    found: list[str] = []
+    for i, line in enumerate(lines):
+        if line.strip() != _TRACEBACK:
+            continue
+        for later in lines[i + 1:]:
+            if later.strip() and not later[0].isspace() and later.strip() != _TRACEBACK:
+                found.append(_strip_paths(later.strip()))
+                break
+    if not found:
+        rest = [ln.strip() for ln in lines if ln.strip()]
+        if rest:
+            found.append(_strip_paths(rest[-1]))
+    return found
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    """What a snippet did in its child process: exit code (None on timeout), its output and its error lines."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    timeout_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the child exited with status 0."""
+        return self.returncode == 0
+
+    @property
+    def errors(self) -> list[str]:
+        """Every exception line of the child's tracebacks, first raised first."""
+        if self.timed_out:
+            return [f"TimeoutError: the child ran past {self.timeout_s:g} s and was killed"]
+        return error_lines(self.stderr) if self.returncode != 0 else []
+
+    @property
+    def error(self) -> str:
+        """The last meaningful error line ('' when the child succeeded)."""
+        errs = self.errors
+        return errs[-1] if errs else ""
+
+    def summary(self) -> str:
+        """Readable lines: the child's own printed lines, then its exit and each error of the chain."""
+        out = [f"  child printed: {_strip_paths(ln)}" for ln in self.stdout.splitlines() if ln.strip()]
+        if self.timed_out:
+            out.append(f"  timed out after {self.timeout_s:g} s")
+        elif self.returncode is not None and self.returncode < 0:
+            out.append(f"  killed by signal {-self.returncode}")
+        else:
+            out.append(f"  exit code {self.returncode}")
+        errs = self.errors
+        for k, err in enumerate(errs):
+            out.append(("  error: " if k == 0 else "  then:  ") + err)
+        return "\n".join(out)
+
+
+def run_snippet(code: str, timeout_s: float = 120.0) -> ChildResult:
+    """Run Python `code` in a fresh child interpreter (``sys.executable -c``) and return what happened, never raising."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired as exc:
+        def text(b: Any) -> str:
+            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        return ChildResult(None, text(exc.stdout), text(exc.stderr), True, timeout_s)
+    return ChildResult(done.returncode, done.stdout, done.stderr, False, timeout_s)
+
+
+# --------------------------------------------------------------------------- real or expected text
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The error text torch gives for a mistake, and where that text comes from (shown when no GPU can run it)."""
+
+    text: str
+    source: str
+
+
+EXPECTED: dict[str, Expected] = {
+    "item_in_capture": Expected(
+        "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture",
+        "the course's H200 machine, torch 2.11.0+cu130; older releases say RuntimeError: CUDA error: "
+        "operation not permitted when stream is capturing",
+    ),
+    "sync_debug": Expected(
+        "RuntimeError: called a synchronizing CUDA operation",
+        "torch's c10/cuda/CUDAFunctions.cpp, warn_or_error_on_sync()",
+    ),
+    "default_stream": Expected(
+        "RuntimeError: CUDA graphs must be captured on a non-default stream. "
+        "(However, after capture, it's ok to replay them on the default stream.)",
+        "torch's aten/src/ATen/cuda/CUDAGraph.cpp, CUDAGraph::capture_begin()",
+    ),
+    "cold_cublas": Expected(
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+        "pytorch/pytorch issue #99397, torch 2.0; newer releases may create the cuBLAS handle safely, "
+        "and then this capture succeeds",
+    ),
+    "batch_copy": Expected(
+        "RuntimeError: output with shape [1, 8] doesn't match the broadcast shape [17, 8]",
+        "torch 2.13.0 running the same copy_ on CPU tensors; the shape check is the same on a GPU",
+    ),
+    "lazy_init_sync": Expected(
+        "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture",
+        "the course's H200 machine, torch 2.11.0+cu130: the same sync-in-capture error as .item() above",
+    ),
+    "branch_on_data": Expected(
+        "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture",
+        "the same sync-in-capture error as .item(): `if tensor` reads the value on the CPU",
+    ),
+}
+
+
+def on_gpu() -> bool:
+    """True when torch sees a CUDA GPU; on Linux without /dev/nvidia* it answers without importing torch (seconds on a small CPU)."""
+    import glob
+
+    if sys.platform.startswith("linux") and not glob.glob("/dev/nvidia*"):
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def print_expected(expected: Expected) -> None:
+    """Print an error text that was not produced here, labelled as expected and with its source."""
+    print("not run here (no CUDA GPU). Expected, not measured:")
+    print(f"  {expected.text}")
+    print(f"  (text from {expected.source})")
+
+
+def live_or_expected(code: str, expected: Expected, timeout_s: float = 120.0) -> ChildResult | None:
+    """On a CUDA GPU run `code` in a child process and print what happened; elsewhere print the expected text, labelled."""
+    if on_gpu():
+        import torch
+
+        print(f"live on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, in a child process:")
+        result = run_snippet(code, timeout_s)
+        print(result.summary())
+        return result
+    print_expected(expected)
+    return None
+
+
+# --------------------------------------------------------------------------- GPU helpers, live in the kernel
+
+
+@contextmanager
+def sync_debug(mode: str = "error") -> Iterator[None]:
+    """Within the block, torch.cuda.set_sync_debug_mode(mode): a synchronizing CUDA call warns or raises; restored after."""
+    import torch
+
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode(mode)
+    try:
+        yield
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+
+
+def reserved_per_bucket_live(buckets: Sequence[int], d_model: int = 1024,
+                             share_pool: bool = False) -> list[tuple[int, int, int]]:
+    """Capture a two-layer step once per bucket: (bucket, bytes its capture reserved, bytes all graphs so far reserved).
+
+    The graphs stay alive until every bucket is captured, as a serving engine keeps them;
+    they are freed when the function returns. With share_pool, every graph draws on one
+    pool, captured largest first so the smaller ones reuse its memory.
+    """
+    import torch
+
+    from .gpu import capture, require_cuda
+
+    require_cuda("capturing one graph per bucket")
+    w1 = torch.randn(d_model, 4 * d_model, device="cuda") / d_model**0.5
+    w2 = torch.randn(4 * d_model, d_model, device="cuda") / d_model**0.5
+
+    def step(x: Any) -> Any:
+        return torch.relu(x @ w1) @ w2
+
+    pool = torch.cuda.graph_pool_handle() if share_pool else None
+    graphs, rows, total = [], [], 0
+    for b in sorted(buckets, reverse=share_pool):
+        graphs.append(capture(step, torch.zeros(b, d_model, device="cuda"), pool=pool))
+        total += graphs[-1].memory.reserved_bytes
+        rows.append((b, graphs[-1].memory.reserved_bytes, total))
+    del graphs
+    return sorted(rows) if not share_pool else rows
+
+
+# --------------------------------------------------------------------------- the tensor-parallel step on the toy timeline
+
+
+def tp_step_kernels(layers: int, compute_kernels: int, compute_us: float,
+                    allreduces: int, allreduce_us: float) -> list[float]:
+    """GPU times of one tensor-parallel decode step: per layer, `compute_kernels` kernels then `allreduces` all-reduces."""
+    for name, value in (("layers", layers), ("compute_kernels", compute_kernels), ("allreduces", allreduces)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}.")
+    if layers == 0 or compute_kernels + allreduces == 0:
+        raise ValueError("a step needs at least one layer with at least one kernel.")
+    if compute_us < 0 or allreduce_us < 0:
+        raise ValueError(f"kernel times must be >= 0 µs, got {compute_us!r} and {allreduce_us!r}.")
+    layer = [float(compute_us)] * compute_kernels + [float(allreduce_us)] * allreduces
+    return layer * layers
