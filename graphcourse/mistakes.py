@@ -18,13 +18,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from .teaching import cuda_here
+
 __all__ = [
     "EXPECTED",
     "ChildResult",
     "Expected",
     "error_lines",
     "live_or_expected",
-    "on_gpu",
     "print_expected",
     "reserved_per_bucket_live",
     "run_snippet",
@@ -166,19 +167,6 @@ EXPECTED: dict[str, Expected] = {
 }
 
 
-def on_gpu() -> bool:
-    """True when torch sees a CUDA GPU; on Linux without /dev/nvidia* it answers without importing torch (seconds on a small CPU)."""
-    import glob
-
-    if sys.platform.startswith("linux") and not glob.glob("/dev/nvidia*"):
-        return False
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
 def print_expected(expected: Expected) -> None:
     """Print an error text that was not produced here, labelled as expected and with its source."""
     print("not run here (no CUDA GPU). Expected, not measured:")
@@ -188,7 +176,7 @@ def print_expected(expected: Expected) -> None:
 
 def live_or_expected(code: str, expected: Expected, timeout_s: float = 120.0) -> ChildResult | None:
     """On a CUDA GPU run `code` in a child process and print what happened; elsewhere print the expected text, labelled."""
-    if on_gpu():
+    if cuda_here():
         import torch
 
         print(f"live on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, in a child process:")

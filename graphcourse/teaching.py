@@ -31,6 +31,19 @@ def show_warnings() -> Iterator[None]:
         print(f"{w.category.__name__}: {w.message}")
 
 
+def cuda_here() -> bool:
+    """torch.cuda.is_available(), without importing torch (seconds on a small CPU) where no NVIDIA device exists."""
+    import glob
+
+    if sys.platform.startswith("linux") and not glob.glob("/dev/nvidia*"):
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 def describe_machine() -> dict[str, str]:
     """What this machine has for the course: Python, torch, CUDA and the GPU's name."""
     info = {"python": sys.version.split()[0], "platform": f"{platform.system()} {platform.machine()}"}

@@ -29,6 +29,7 @@ from toygraph import (H200_COSTS, BucketedGraphs, ToyDevice, ToyGraphError, buck
 
 from .errors import GraphCourseError
 from .plots import compare_timelines_grouped
+from .teaching import cuda_here
 
 __all__ = [
     "BATCH_SLIDER_CLASS", "ROWS_AT_FLOOR", "POLICIES", "BucketChoice", "BucketTextError", "Explorer", "LaunchTax",
@@ -376,20 +377,6 @@ class GpuFigures:
 
 NO_RECORDED_RESULTS = ("The recorded GPU results (data/gpu_reference.json) are not in this copy of the course yet: "
                        "run `python -m graphcourse.bench` on a CUDA machine to write them, then run this cell again.")
-
-
-def cuda_here() -> bool:
-    """torch.cuda.is_available(), without importing torch (seconds on a small CPU) where no NVIDIA device exists."""
-    import glob
-    import sys
-
-    if sys.platform.startswith("linux") and not glob.glob("/dev/nvidia*"):
-        return False
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
 
 
 def live_or_recorded(section: str, measure: Callable[[], Any]) -> GpuFigures:

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from graphcourse.mistakes import (EXPECTED, ChildResult, error_lines, live_or_expected, on_gpu, run_snippet,
+from graphcourse.teaching import cuda_here
+from graphcourse.mistakes import (EXPECTED, ChildResult, error_lines, live_or_expected, run_snippet,
                                   tp_step_kernels)
 
 
@@ -74,7 +75,7 @@ def test_error_lines_keep_only_the_first_line_of_a_multiline_message_and_shorten
 
 
 def test_live_or_expected_labels_the_expected_text_when_no_gpu(capsys):
-    if on_gpu():
+    if cuda_here():
         pytest.skip("a CUDA GPU is here: the helper runs the snippet live")
     assert live_or_expected("raise SystemExit(5)", EXPECTED["default_stream"]) is None
     shown = capsys.readouterr().out
