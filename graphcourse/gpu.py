@@ -523,20 +523,23 @@ def kernel_profile(fn: Callable[[], Any], *, iters: int = 5, warmup: int = 3) ->
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
     count = 0
     total_us = 0.0
     by_name: dict[str, float] = {}
-    for event in prof.events():
-        if event.device_type != DeviceType.CUDA or not _is_kernel(event.name):
-            continue
-        duration_us = event.time_range.elapsed_us()
-        count += 1
-        total_us += duration_us
-        by_name[event.name] = by_name.get(event.name, 0.0) + duration_us / iters
+    with warnings.catch_warnings():
+        # torch warns that each profiling cycle clears its events: one cycle is all this needs
+        warnings.filterwarnings("ignore", message=".*Profiler clears events")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(iters):
+                fn()
+            torch.cuda.synchronize()
+        for event in prof.events():
+            if event.device_type != DeviceType.CUDA or not _is_kernel(event.name):
+                continue
+            duration_us = event.time_range.elapsed_us()
+            count += 1
+            total_us += duration_us
+            by_name[event.name] = by_name.get(event.name, 0.0) + duration_us / iters
     top = tuple(sorted(by_name.items(), key=lambda kv: -kv[1])[:5])
     return KernelProfile(count / iters, total_us / iters, top)
 
