@@ -21,7 +21,7 @@ from graphcourse import build_exercises as be
 from graphcourse.grade import answer_cells, main
 
 SOLUTION = be.solution_paths(be.SOLUTIONS_DIR)[0]
-TIMEOUT_S = 4
+TIMEOUT_S = 10  # seconds a cell may run: ex04's CUDA check imports torch (~2.5 s alone, more beside an infinite loop on 2 cores)
 
 
 def _learner_copy(answers: dict[str, str] | None = None) -> nbformat.NotebookNode:
@@ -37,6 +37,11 @@ def _learner_copy(answers: dict[str, str] | None = None) -> nbformat.NotebookNod
 
 def _ids() -> list[str]:
     return [ex.id for ex in be.layout_of(nbformat.read(SOLUTION, as_version=4)).exercises]
+
+
+def _passed_but(**statuses: str) -> dict[str, str]:
+    """Every exercise passed, except the ones named (the other exercises must not suffer from one learner's mistake)."""
+    return {ex: statuses.get(ex, "passed") for ex in _ids()}
 
 
 def _drop(nb, exercise_id: str, role: str) -> None:
@@ -135,30 +140,30 @@ def test_generated_exercises_get_zero(graded):
 
 def test_deleting_a_check_earns_nothing(graded):
     ex1, ex2 = _ids()[:2]
-    assert _status(graded, "deleted_check") == {ex1: "failed", ex2: "passed"}
+    assert _status(graded, "deleted_check") == _passed_but(**{ex1: "failed"})
     assert "17" in graded["report"]["deleted_check"][ex1]["message"]  # the pristine check's teaching message
 
 
 def test_replacing_a_check_by_assert_true_earns_nothing(graded):
     ex1, ex2 = _ids()[:2]
-    assert _status(graded, "assert_true") == {ex1: "passed", ex2: "failed"}
+    assert _status(graded, "assert_true") == _passed_but(**{ex2: "failed"})
     assert "static output" in graded["report"]["assert_true"][ex2]["message"]
 
 
 def test_an_infinite_loop_times_out_that_exercise_only(graded):
     ex1, ex2 = _ids()[:2]
-    assert _status(graded, "infinite_loop") == {ex1: "timeout", ex2: "passed"}
+    assert _status(graded, "infinite_loop") == _passed_but(**{ex1: "timeout"})
 
 
 def test_a_dying_kernel_is_an_error_for_that_exercise_only(graded):
     ex1, ex2 = _ids()[:2]
-    assert _status(graded, "kernel_dies") == {ex1: "error", ex2: "passed"}
+    assert _status(graded, "kernel_dies") == _passed_but(**{ex1: "error"})
     assert "kernel died" in graded["report"]["kernel_dies"][ex1]["message"]
 
 
 def test_a_missing_answer_is_missing_and_a_tag_alone_still_matches(graded):
     ex1, ex2 = _ids()[:2]
-    assert _status(graded, "missing") == {ex1: "passed", ex2: "missing"}
+    assert _status(graded, "missing") == _passed_but(**{ex2: "missing"})
 
 
 def test_a_corrupt_notebook_is_an_error_with_a_reason(graded):
