@@ -30,9 +30,12 @@ def draw_timeline(timeline: Timeline, ax: Axes | None = None, title: str = "", m
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 2.2))
     lanes = {"cpu": 1.0, "gpu": 0.0}
-    for event in timeline.events:
-        ax.broken_barh([(event.start_us, max(event.duration_us, 1e-3))], (lanes[event.lane] - 0.35, 0.7),
-                       facecolors=COLORS.get(event.kind, "#999999"), edgecolors="white", linewidth=0.3)
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for event in timeline.events:  # one bar collection per lane and kind: quick enough to redraw under a slider
+        groups.setdefault((event.lane, event.kind), []).append((event.start_us, max(event.duration_us, 1e-3)))
+    for (lane, kind), bars in groups.items():
+        ax.broken_barh(bars, (lanes[lane] - 0.35, 0.7), facecolors=COLORS.get(kind, "#999999"),
+                       edgecolors="white", linewidth=0.3)
     end = max_us if max_us is not None else max(timeline.total_us, 1.0)
     ax.set_xlim(0, end * 1.02)
     ax.set_ylim(-0.6, 1.6)
@@ -58,41 +61,6 @@ def compare_timelines(timelines: dict[str, Timeline], title: str = "") -> Figure
     fig, axes = plt.subplots(len(timelines), 1, figsize=(10, 1.9 * len(timelines) + 0.6), sharex=True, squeeze=False)
     for ax, (name, t) in zip(axes[:, 0], timelines.items()):
         draw_timeline(t, ax=ax, title=name, max_us=end)
-    for ax in axes[:-1, 0]:
-        ax.set_xlabel("")
-    kinds = sorted({e.kind for t in timelines.values() for e in t.events}, key=list(COLORS).index)
-    fig.legend(handles=legend_handles(kinds), loc="lower center", ncol=min(len(kinds), 6), fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return fig
-
-
-def draw_timeline_grouped(timeline: Timeline, ax: Axes | None = None, title: str = "", max_us: float | None = None) -> Axes:
-    """The picture of draw_timeline, drawn with one bar collection per lane and kind: fast enough to redraw under a slider."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(10, 2.2))
-    draw_timeline(Timeline(step_end_us=list(timeline.step_end_us)), ax=ax, max_us=max_us or max(timeline.total_us, 1.0))
-    lanes = {"cpu": 1.0, "gpu": 0.0}
-    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for event in timeline.events:
-        groups.setdefault((event.lane, event.kind), []).append((event.start_us, max(event.duration_us, 1e-3)))
-    for (lane, kind), bars in groups.items():
-        ax.broken_barh(bars, (lanes[lane] - 0.35, 0.7), facecolors=COLORS.get(kind, "#999999"),
-                       edgecolors="white", linewidth=0.3)
-    util = 100 * timeline.gpu_utilization
-    ax.set_title(f"{title}  —  {timeline.total_us:,.1f} µs, GPU busy {util:.0f}%".strip(" —"), fontsize=10, loc="left")
-    return ax
-
-
-def compare_timelines_grouped(timelines: dict[str, Timeline], title: str = "") -> Figure:
-    """compare_timelines drawn with draw_timeline_grouped (the same figure, quick to redraw for the slider explorers)."""
-    if not timelines:
-        raise ValueError("compare_timelines_grouped needs at least one timeline, e.g. {'eager': t1, 'graph': t2}.")
-    end = max(t.total_us for t in timelines.values())
-    fig, axes = plt.subplots(len(timelines), 1, figsize=(10, 1.9 * len(timelines) + 0.6), sharex=True, squeeze=False)
-    for ax, (name, t) in zip(axes[:, 0], timelines.items()):
-        draw_timeline_grouped(t, ax=ax, title=name, max_us=end)
     for ax in axes[:-1, 0]:
         ax.set_xlabel("")
     kinds = sorted({e.kind for t in timelines.values() for e in t.events}, key=list(COLORS).index)

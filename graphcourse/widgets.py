@@ -28,7 +28,7 @@ from toygraph import (H200_COSTS, BucketedGraphs, ToyDevice, ToyGraphError, buck
                       padding_report, powers_of_two, simulate, step_time_us, waste_fraction)
 
 from .errors import GraphCourseError
-from .plots import compare_timelines_grouped
+from .plots import compare_timelines
 from .teaching import cuda_here
 
 __all__ = [
@@ -118,7 +118,7 @@ def launch_tax(n_kernels: int = 40, kernel_us: float = H200_COSTS.kernel_us, lau
 def launch_tax_figure(lt: LaunchTax, steps: int = 2) -> Figure:
     """The eager and graph timelines of `steps` steps, CPU and GPU lanes, on one time axis."""
     cost = H200_COSTS.with_(launch_us=lt.launch_us, kernel_us=lt.kernel_us_at_batch)
-    return compare_timelines_grouped({
+    return compare_timelines({
         f"eager ({lt.eager_step_us:,.1f} µs/step)": simulate(lt.n_kernels, mode="eager", steps=steps, cost=cost),
         f"graph ({lt.graph_step_us:,.1f} µs/step)": simulate(lt.n_kernels, mode="graph", steps=steps, cost=cost),
     }, title=f"{steps} decode steps of {lt.n_kernels} kernels, batch {lt.batch_size}")
