@@ -66,3 +66,23 @@ def test_navigation_links_point_to_files_that_exist(path):
     index = LESSONS.index(path)
     if index + 1 < len(LESSONS):
         assert LESSONS[index + 1].name in first.source, f"{path.name} links to the next lesson"
+
+
+def test_navigation_lines_are_what_the_nav_tool_writes():
+    from graphcourse.nav import update
+
+    assert update(check=True) == [], "run python -m graphcourse.nav"
+
+
+def test_nav_tool_titles_and_links(tmp_path):
+    from graphcourse.nav import nav_line, title
+
+    paths = []
+    for name, heading in [("00_a.ipynb", "# 00 · Set-up"), ("01_b.ipynb", "# 01 · The idea: long subtitle")]:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(heading)])
+        nbformat.write(nb, tmp_path / name)
+        paths.append(tmp_path / name)
+    assert title(paths[1]) == "The idea"
+    assert nav_line(paths, 0) == "[Contents](../README.md) · [01 The idea →](01_b.ipynb)"
+    assert nav_line(paths, 1, tmp_path / "06_x.ipynb") == (
+        "[← 00 Set-up](00_a.ipynb) · [Contents](../README.md) · [Graded exercises →](../exercises/06_x.ipynb)")
