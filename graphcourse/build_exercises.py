@@ -19,7 +19,10 @@ How a solutions notebook is laid out (the grader reads the same layout)
 * **The answer cell**: the one code cell of the exercise holding the answer between
   ``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines (one or more pairs). In exercises/
   each pair becomes ``raise NotImplementedError("...")`` at the marker's indentation. Text
-  after the begin marker is the hint the stub shows, so say what to write there::
+  after the begin marker is the hint the stub shows, so say exactly what to write there.
+  The cell holds only what the learner writes (the functions to fill in): imports, data
+  and demo loops go in given cells (set-up, context, or a check cell after it), so that a
+  learner who rewrites the whole cell loses nothing::
 
       def pick_bucket(batch_size, buckets):
           ### BEGIN SOLUTION: return the smallest bucket >= batch_size, or None
@@ -31,6 +34,11 @@ How a solutions notebook is laid out (the grader reads the same layout)
   mistake that is). Import what a check compares against inside the check cell itself,
   so an answer cannot shadow it. The exercise passes when every check cell runs without
   an error; it earns all its points or none.
+  A check that cannot run on every machine (ex04's CUDA check) starts with
+  ``graphcourse.grade.needs_cuda()``, which raises ``unittest.SkipTest("needs a CUDA GPU")``
+  where there is none: the grader records it as skipped, not passed. Tag such a cell
+  ``raises-exception`` (so that nbval and Jupyter's "run all" go on past it) and
+  ``nbval-ignore-output``.
 * Code cells between the heading and the answer are the exercise's own set-up (role
   ``context``), run before the answer. Cells after a heading that names no exercise are
   not graded and the grader does not run them.

@@ -8,8 +8,10 @@ stubs, two sets of wrong answers) is graded by the real grader in one call.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import unittest
 
 import nbformat
 import pytest
@@ -120,7 +122,7 @@ def test_the_stub_fails_every_exercise(graded):
     assert set(marks) == set(graded["ids"])
     for ex, m in marks.items():
         assert m["status"] in ("failed", "error") and m["points"] == 0, (ex, m)
-        assert "NotImplementedError" in m["message"], (ex, m)
+        assert "NotImplementedError" in m["message"] and m["message"].startswith("not answered yet"), (ex, m)
 
 
 @pytest.mark.parametrize("k", [0, 1])
@@ -132,16 +134,21 @@ def test_each_wrong_answer_fails_with_a_message_that_names_the_mistake(graded, k
         assert phrase in marks[ex]["message"], (ex, phrase, marks[ex]["message"])
 
 
-def test_the_cuda_check_skips_with_a_line_on_a_cpu():
+def test_the_cuda_check_is_skipped_with_a_line_on_a_cpu():
     nb = nbformat.read(SOLUTION, as_version=4)
     cell = next(c for c in nb.cells if c.get("id") == "ex04_capture_helper-check-3")
-    assert "torch.cuda.graph" in nb.cells[nb.cells.index(cell) - 3].source  # capture_cuda is in the answer cell
+    answer = next(c for c in nb.cells if c.get("id") == "ex04_capture_helper-answer")
+    assert "torch.cuda.graph" in answer.source  # capture_cuda is in the answer cell
     assert "nbval-ignore-output" in cell.metadata["tags"]  # its output differs between a CPU and a GPU
+    assert "raises-exception" in cell.metadata["tags"]  # on a CPU it raises SkipTest: nbval and "run all" go on
+    assert cell.source.index("_needs_cuda()") < cell.source.index("capture_cuda(")
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("CUDA is here: test_the_cuda_check_runs_on_a_gpu covers this cell")
-    assert [o["text"] for o in cell.outputs] == [
-        "CUDA check skipped: no CUDA GPU here. The toy check above graded capture_step; capture_cuda is checked where CUDA exists.\n"]
+    assert [o.get("text") for o in cell.outputs] == [
+        "check skipped: needs a CUDA GPU here. The grader marks it skipped; it runs where CUDA exists.\n"]
+    with pytest.raises(unittest.SkipTest, match="needs a CUDA GPU"):  # what the grader sees, outside IPython too
+        exec(cell.source, {})
 
 
 def _run_cuda_check(answer: str) -> str | None:
@@ -156,7 +163,7 @@ def _run_cuda_check(answer: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("variant", ["solution", "no warm-up", "no clone"])
+@pytest.mark.parametrize("variant", ["solution", "no warm-up", "no clone", "stub"])
 def test_the_cuda_check_runs_on_a_gpu(variant):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -164,7 +171,13 @@ def test_the_cuda_check_runs_on_a_gpu(variant):
     sol = _solution_answers()["ex04_capture_helper"]
     answer = {"solution": sol,
               "no warm-up": sol + "\n_capture = capture_cuda\ncapture_cuda = lambda step, example, warmup=3: _capture(step, example, warmup=0)\n",
-              "no clone": _edit(sol, ("return static_out.clone()", "return static_out"))}[variant]
+              "no clone": _edit(sol, ("return static_out.clone()", "return static_out")),
+              "stub": next(c.source for c in nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4).cells
+                           if c.get("id") == "ex04_capture_helper-answer")}[variant]
+    if variant == "stub":  # the stub earns nothing on a GPU either: not answered yet
+        with pytest.raises(NotImplementedError):
+            _run_cuda_check(answer)
+        return
     message = _run_cuda_check(answer)
     if variant == "solution":
         assert message is None, message
@@ -176,3 +189,37 @@ def test_solution_outputs_are_deterministic():
     """No timings, addresses or object ids in the stored outputs (nbval compares them on every run)."""
     text = json.dumps([c.get("outputs", []) for c in nbformat.read(SOLUTION, as_version=4).cells])
     assert not re.search(r"0x[0-9a-f]{6,}| at 0x|\d+\.\d+ ?s\b", text), text
+
+
+def test_answer_cells_hold_only_what_the_learner_writes():
+    """No imports or demo loops in an answer cell: a learner who rewrites the whole cell loses nothing given."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    for ex in be.layout_of(nb, SOLUTION.name).exercises:
+        source = nb.cells[ex.answer].source
+        for node in ast.parse(source).body:
+            assert isinstance(node, (ast.FunctionDef, ast.ClassDef)), (
+                f"{ex.id}: the answer cell has a {type(node).__name__} at line {node.lineno}: move it to a given cell")
+            assert be.BEGIN in ast.get_source_segment(source, node), f"{ex.id}: {node.name} has nothing to write"
+
+
+def test_prose_types_no_figures():
+    """Every µs or ms figure a reader sees comes from a cell (the toy's costs or the recorded benchmark), not the prose."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            assert not re.search(r"\d\s*(µs|us|ms)\b", cell.source), cell.source
+
+
+def test_stub_hints_are_valid_python_where_they_quote_code():
+    text = be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name]
+    assert "[kernel_us] * kernels + ([comm_us] if comm_us else [])" in text  # no precedence trap in the ex05 hint
+    assert "[comm_us] if comm_us," not in text
+
+
+def test_the_notebook_and_readme_give_the_same_grading_command():
+    nb = nbformat.read(SOLUTION, as_version=4)
+    readme = (be.ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Graded exercises"):]
+    section = section[:section.index("\n## ", 3)]
+    for text in (nb.cells[-1].source, section):
+        assert "python -m graphcourse.grade" in text and ".venv/bin/python -m graphcourse.grade" in text, text
