@@ -1,9 +1,9 @@
-"""Lesson 05's helpers: the toy's prediction for a measured decode step, and the plots of µs per token."""
+"""Lessons 05 and 06's helpers: steadier decode timings, the toy's prediction for a measured step, the lines and plots of µs per token."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -40,6 +40,54 @@ def toy_prediction(row: dict[str, Any], cost: CostModel | None = None) -> ToyPre
              for mode in ("eager", "graph") for sync in (False, True)}
     return ToyPrediction(n, kernels[0], times["eager", False], times["graph", False],
                          times["eager", True], times["graph", True])
+
+
+HEADLINE_EAGER_US, HEADLINE_GRAPH_US = 1000, 50
+"""The original lesson's round numbers, quoted: graphs take a small model "from about 1 ms/token to about 50 us/token"."""
+
+
+def fastest_of(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several `bench_decode` results merged into one: per batch, the fastest eager and graph step (noise only adds time)."""
+    if not runs:
+        raise ValueError("no decode runs to merge: pass the results of at least one bench_decode call.")
+    merged = {**runs[0], "rows": []}
+    for first in runs[0]["rows"]:
+        same = [r for run in runs for r in run["rows"] if r["batch"] == first["batch"]]
+        eager_us, graph_us = min(r["eager_step_us"] for r in same), min(r["graph_step_us"] for r in same)
+        floor_us = first.get("graph_kernel_time_us") if first.get("graph_kernels") else first["kernel_time_us"]
+        merged["rows"].append({**first, "eager_step_us": eager_us, "graph_step_us": graph_us, "speedup": eager_us / graph_us,
+                               "graph_over_kernel_time": graph_us / floor_us if floor_us else None,
+                               "replay_matches_eager": all(r.get("replay_matches_eager", True) for r in same),
+                               "runs": len(same)})
+    return merged
+
+
+def headline_lines(row: dict[str, Any], label: str) -> str:
+    """The original lesson's headline beside one measured decode row: step times, the kernel floor, the overhead above it."""
+    eager_us, graph_us, floor_us = row["eager_step_us"], row["graph_step_us"], row["kernel_time_us"]
+    eager_over, graph_over = eager_us - floor_us, graph_us - floor_us
+    side = "above" if floor_us > HEADLINE_GRAPH_US else "below"
+    return "\n".join([
+        f"original lesson : {HEADLINE_EAGER_US} -> {HEADLINE_GRAPH_US} µs/token, "
+        f"{HEADLINE_EAGER_US / HEADLINE_GRAPH_US:.0f}x (its round numbers, quoted)",
+        f"measured        : {eager_us:.0f} -> {graph_us:.0f} µs/token, {eager_us / graph_us:.1f}x ({label}, batch {row['batch']})",
+        f"the kernels' own GPU time, the floor: {floor_us:.0f} µs, {side} the headline's {HEADLINE_GRAPH_US} µs",
+        f"overhead above the floor: eager {eager_over:.0f} µs ({eager_over / eager_us:.0%} of its step), "
+        f"graph {graph_over:.0f} µs ({graph_over / graph_us:.0%} of its step)",
+    ])
+
+
+def item_sync_lines(item: dict[str, Any]) -> str:
+    """What one `.item()` a token costs each loop (the benchmark's 'item_sync' section), in µs and as a share of the token."""
+    lines = [f"{item['tokens']} tokens at batch {item['batch']}:"]
+    for mode in ("eager", "graph"):
+        plain_us, synced_us = item[f"{mode}_us_per_token"], item[f"{mode}_item_us_per_token"]
+        lines.append(f"{mode:>7}: {plain_us:6.0f} µs/token, with one .item() a token {synced_us:6.0f} µs/token "
+                     f"({synced_us - plain_us:+.0f} µs, {(synced_us - plain_us) / plain_us:+.0%})")
+    eager_us, graph_item_us = item["eager_item_us_per_token"], item["graph_item_us_per_token"]
+    lines.append(f"with the sync in both loops, graph replay is still {eager_us / graph_item_us:.1f}x faster than eager "
+                 f"({item['eager_us_per_token'] / item['graph_us_per_token']:.1f}x without it)")
+    return "\n".join(lines)
 
 
 def cpu_us_per_launch(row: dict[str, Any]) -> float:

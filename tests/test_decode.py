@@ -45,3 +45,49 @@ def test_plots_draw_from_the_recorded_benchmark() -> None:
     item = section("item_sync", data)
     fig2 = decode.plot_item_cost(item, label, decode.toy_prediction(section("decode", data)["rows"][0]))
     assert len(fig2.axes[0].patches) == 4
+
+
+def decode_run(eager_us: float, graph_us: float, batch: int = 1) -> dict:
+    r = {**row(), "batch": batch, "eager_step_us": eager_us, "graph_step_us": graph_us, "graph_kernels": 50.0,
+         "graph_kernel_time_us": 110.0, "replay_matches_eager": True}
+    return {"config": {"d_model": 8}, "rows": [r]}
+
+
+def test_fastest_of_keeps_each_batchs_fastest_eager_and_graph_step_and_recomputes_ratios() -> None:
+    merged = decode.fastest_of([decode_run(2100.0, 130.0), decode_run(950.0, 150.0)])
+    (r,) = merged["rows"]
+    assert (r["eager_step_us"], r["graph_step_us"], r["runs"]) == (950.0, 130.0, 2)
+    assert r["speedup"] == pytest.approx(950.0 / 130.0)
+    assert r["graph_over_kernel_time"] == pytest.approx(130.0 / 110.0)  # over the replayed kernels' time, as bench does
+    assert merged["config"] == {"d_model": 8}
+
+
+def test_fastest_of_reports_a_mismatch_in_any_run_and_refuses_nothing_to_merge() -> None:
+    bad = decode_run(900.0, 120.0)
+    bad["rows"][0]["replay_matches_eager"] = False
+    assert decode.fastest_of([decode_run(1000.0, 120.0), bad])["rows"][0]["replay_matches_eager"] is False
+    with pytest.raises(ValueError, match="at least one"):
+        decode.fastest_of([])
+
+
+def test_headline_lines_put_the_quoted_headline_beside_the_measurement() -> None:
+    text = decode.headline_lines({**row(), "kernel_time_us": 100.0}, "label")
+    assert "1000 -> 50 µs/token, 20x" in text and "1000 -> 120 µs/token, 8.3x (label, batch 1)" in text
+    assert "floor: 100 µs, above the headline's 50 µs" in text
+    assert "eager 900 µs (90% of its step), graph 20 µs (17% of its step)" in text
+    assert "below the headline" in decode.headline_lines({**row(), "kernel_time_us": 30.0}, "label")
+
+
+def test_item_sync_lines_print_each_loops_cost_and_the_remaining_speedup() -> None:
+    item = {"batch": 1, "tokens": 100, "eager_us_per_token": 1000.0, "eager_item_us_per_token": 1010.0,
+            "graph_us_per_token": 100.0, "graph_item_us_per_token": 125.0}
+    text = decode.item_sync_lines(item)
+    assert "100 tokens at batch 1" in text
+    assert "(+10 µs, +1%)" in text and "(+25 µs, +25%)" in text
+    assert "still 8.1x faster than eager (10.0x without it)" in text
+
+
+def test_the_lines_read_the_recorded_benchmark() -> None:
+    data = load_reference()
+    assert "original lesson" in decode.headline_lines(section("decode", data)["rows"][0], recorded_label(data))
+    assert "still" in decode.item_sync_lines(section("item_sync", data))
