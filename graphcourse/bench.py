@@ -67,17 +67,17 @@ def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     }
 
 
-def bench_chain(kernel_counts: Sequence[int], quick: bool) -> dict[str, Any]:
+def bench_chain(kernel_counts: Sequence[int], quick: bool, progress: bool | None = None) -> dict[str, Any]:
     """A chain of N tiny in-place adds on 1024 floats: eager launches against one graph replay."""
     import torch
     from tqdm.auto import tqdm
 
-    from .gpu import capture, cuda_time_us
+    from .gpu import capture, cuda_time_us, show_progress
 
     x = torch.zeros(CHAIN_ELEMENTS, device=DEVICE)
     scale = 4 if quick else 1
     rows = []
-    for n in tqdm(kernel_counts, desc="chain of N kernels", unit="N"):
+    for n in tqdm(kernel_counts, desc="chain of N kernels", unit="N", disable=not show_progress(progress)):
 
         def chain(n: int = n) -> None:
             for _ in range(n):
@@ -105,21 +105,21 @@ def _model(config: Any = None) -> Any:
     return TinyGPT(config or GPTConfig()).to(DEVICE)
 
 
-def bench_decode(batches: Sequence[int], quick: bool) -> dict[str, Any]:
+def bench_decode(batches: Sequence[int], quick: bool, progress: bool | None = None) -> dict[str, Any]:
     """One decode step of the tiny GPT per batch size: eager, graph replay, kernels and their summed GPU time."""
     import dataclasses
 
     import torch
     from tqdm.auto import tqdm
 
-    from .gpu import as_device_position, capture, cuda_time_us, kernel_profile
+    from .gpu import as_device_position, capture, cuda_time_us, kernel_profile, show_progress
 
     model = _model()
     cache = model.new_cache(max(batches))
     pos = as_device_position(16, DEVICE)
     scale = 4 if quick else 1
     rows = []
-    for b in tqdm(batches, desc="decode step eager vs graph", unit="batch"):
+    for b in tqdm(batches, desc="decode step eager vs graph", unit="batch", disable=not show_progress(progress)):
         view = cache.batch_view(b)
         tokens = torch.randint(0, model.config.vocab_size, (b,), device=DEVICE)
 
@@ -151,13 +151,13 @@ def bench_decode(batches: Sequence[int], quick: bool) -> dict[str, Any]:
     return {"config": dataclasses.asdict(model.config), "dtype": "float32", "position": 16, "rows": rows}
 
 
-def bench_bucketed(quick: bool) -> dict[str, Any]:
-    """The bucketed runner on a seeded mixed stream of batch sizes 1..64 against eager decode steps."""
+def bench_bucketed(quick: bool, progress: bool | None = None) -> dict[str, Any]:
+    """The bucketed runner on a seeded mixed stream of batch sizes 1..64 against eager decode steps; memory added per capture."""
     import torch
 
     from toygraph.buckets import padding_report, powers_of_two
 
-    from .gpu import BucketedRunner, as_device_position, batch_sizes_stream
+    from .gpu import BucketedRunner, as_device_position, batch_sizes_stream, capture_memory
 
     model = _model()
     max_batch = 64
@@ -170,15 +170,13 @@ def bench_bucketed(quick: bool) -> dict[str, Any]:
     def step(tok: torch.Tensor) -> torch.Tensor:
         return model.decode_step(tok, pos, cache.batch_view(tok.shape[0]))
 
+    memory = capture_memory(step, tokens, buckets)  # before the runner's graphs exist; fair in any order
     t0 = time.perf_counter()
-    runner = BucketedRunner(step, tokens, buckets, share_pool=True)
+    runner = BucketedRunner(step, tokens, buckets, share_pool=True, progress=progress)
     capture_s = time.perf_counter() - t0
-    private = BucketedRunner(step, tokens, buckets, share_pool=False)
-    shared_report, private_report = runner.report(), private.report()
     # Padded replay and eager give the same next tokens (up to float ties: compared, not asserted).
     sizes = range(1, max_batch + 1)
     matching = sum(int((runner(tokens[:n]) == step(tokens[:n])).sum()) for n in sizes)
-    del private
 
     def run(fn: Callable[[torch.Tensor], Any]) -> float:
         torch.cuda.synchronize()
@@ -208,19 +206,13 @@ def bench_bucketed(quick: bool) -> dict[str, Any]:
             "waste_fraction": pad.waste_fraction,
             "eager_batches": pad.eager_batches,
         },
-        "memory_per_bucket": [
-            {
-                "bucket": s.bucket,
-                "shared_pool_reserved_bytes": s.reserved_bytes,
-                "shared_pool_allocated_bytes": s.allocated_bytes,
-                "private_pool_reserved_bytes": p.reserved_bytes,
-                "private_pool_allocated_bytes": p.allocated_bytes,
-            }
-            for s, p in zip(shared_report.buckets, private_report.buckets)
-        ],
+        "memory_per_bucket": memory.as_json_rows(),
+        "memory_one_time_bytes": memory.one_time_bytes,
         "kv_cache_bytes": cache.nbytes,
         "rows_matching_eager": matching / sum(sizes),
-        "note": "graphs captured largest bucket first; with a shared pool smaller buckets reuse its memory",
+        "note": "memory_per_bucket: bytes reserved by each capture (graphcourse.gpu.capture_memory), after one-time "
+        "costs were paid by throwaway captures; largest bucket captured first, so with a shared pool smaller buckets "
+        "reuse its memory",
     }
 
 

@@ -24,11 +24,16 @@ CAPTURE_ERROR_MARKERS = (
     "operation not permitted when stream is capturing",
     "operation failed due to a previous error during capture",
 )
-"""What CUDA says about a sync during capture: the older message, and the one torch 2.11 surfaces (cudaErrorStreamCaptureInvalidated)."""
+"""What CUDA says about a sync during capture: the refused call, then the capture it invalidated (cudaErrorStreamCaptureInvalidated)."""
 
-RECORDED_ITEM_IN_CAPTURE = ("torch.AcceleratorError: CUDA error: operation failed due to a previous error "
-                            "during capture")
-"""The error the course's H200 machine gave for ITEM_IN_CAPTURE (torch 2.11.0+cu130); older builds say the first marker."""
+RECORDED_ITEM_IN_CAPTURE = (
+    "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing\n"
+    "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture"
+)
+"""The error lines the course's H200 machine printed for ITEM_IN_CAPTURE (torch 2.11.0+cu130, 2026-11-30), recorded text.
+
+First the refused sync itself, then the error torch raises when it ends the capture that the refusal invalidated.
+"""
 
 _ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
 
@@ -84,10 +89,10 @@ def side_by_side(toy: Any, real: Any, real_name: str = "torch.cuda.graph") -> st
 
 
 def memory_per_bucket_live(buckets: Sequence[int] = (1, 2, 4, 8, 16, 32, 64)) -> dict[str, Any]:
-    """On a GPU: capture the tiny GPT's decode step once per bucket, in private pools and in one shared pool; memory per bucket."""
+    """On a GPU: the tiny GPT's decode step, memory added by each bucket's capture (graphcourse.gpu.capture_memory)."""
     import torch
 
-    from .gpu import BucketedRunner, TinyGPT, as_device_position
+    from .gpu import TinyGPT, as_device_position, capture_memory
 
     model = TinyGPT().cuda()
     cache = model.new_cache(max(buckets))
@@ -96,9 +101,6 @@ def memory_per_bucket_live(buckets: Sequence[int] = (1, 2, 4, 8, 16, 32, 64)) ->
     def step(tok: "torch.Tensor") -> "torch.Tensor":
         return model.decode_step(tok, pos, cache.batch_view(tok.shape[0]))
 
-    example = torch.zeros(max(buckets), dtype=torch.long, device="cuda")
-    private = BucketedRunner(step, example, buckets, share_pool=False, progress=False).report()
-    shared = BucketedRunner(step, example, buckets, share_pool=True, progress=False).report()
-    rows = [{"bucket": p.bucket, "private_pool_reserved_bytes": p.reserved_bytes,
-             "shared_pool_reserved_bytes": s.reserved_bytes} for p, s in zip(private.buckets, shared.buckets)]
-    return {"buckets": list(buckets), "memory_per_bucket": rows, "kv_cache_bytes": cache.nbytes}
+    memory = capture_memory(step, torch.zeros(max(buckets), dtype=torch.long, device="cuda"), buckets)
+    return {"buckets": list(buckets), "memory_per_bucket": memory.as_json_rows(),
+            "memory_one_time_bytes": memory.one_time_bytes, "kv_cache_bytes": cache.nbytes}

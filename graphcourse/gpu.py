@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import math
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from .errors import BatchShapeError, NoCudaError
 __all__ = [
     "BucketReport",
     "BucketedRunner",
+    "CaptureMemoryReport",
+    "CaptureMemoryRow",
     "CapturedGraph",
     "EagerFallbackWarning",
     "EagerStep",
@@ -38,6 +41,7 @@ __all__ = [
     "TinyGPT",
     "benchmark_us",
     "capture",
+    "capture_memory",
     "cuda_available",
     "cuda_time_us",
     "fill_padded_",
@@ -278,16 +282,21 @@ class BucketedRunner:
         pad_value: float = 0,
         share_pool: bool = True,
         warmup_iters: int = 3,
-        progress: bool = True,
+        progress: bool | None = None,
         step_factory: Callable[..., Any] | None = None,
     ) -> None:
-        """Capture `fn` once per bucket on inputs shaped like `example` (any batch size; rows are what matter)."""
+        """Capture `fn` once per bucket on inputs shaped like `example` (any batch size; rows are what matter).
+
+        `progress`: a bar while capturing; None shows one in a terminal only (see :func:`show_progress`).
+        """
         self.fn = fn
         self.buckets = check_buckets(buckets)
         self.pad_value = pad_value
         self.shared_pool = share_pool and step_factory is None
         self.batch_sizes: list[int] = []
         self._replays = {b: 0 for b in self.buckets}
+        order = sorted(self.buckets, reverse=True)
+        statics = {b: _static_batch(example, b, pad_value) for b in order}
         if step_factory is None:
             require_cuda("BucketedRunner (one CUDA graph per bucket)")
             pool = torch.cuda.graph_pool_handle() if share_pool else None
@@ -295,14 +304,16 @@ class BucketedRunner:
             def step_factory(f: Callable[..., Any], x: Tensor) -> CapturedGraph:
                 return capture(f, x, warmup_iters=warmup_iters, pool=pool)
 
+            # One-time costs go to a throwaway capture (smallest bucket, private pool), so each bucket's
+            # report holds only what its own capture added; capture_memory() measures the same way.
+            _pay_one_time_costs(fn, [statics[order[-1]]], lambda f, x: capture(f, x, warmup_iters=warmup_iters))
+
         from tqdm.auto import tqdm
 
         self.steps: dict[int, Any] = {}
         # Largest first: with a shared pool, smaller graphs reuse the memory the largest one reserved.
-        order = sorted(self.buckets, reverse=True)
-        for b in tqdm(order, desc="capturing buckets", unit="graph", disable=not progress):
-            static = torch.full((b, *example.shape[1:]), pad_value, dtype=example.dtype, device=example.device)
-            self.steps[b] = step_factory(fn, static)
+        for b in tqdm(order, desc="capturing buckets", unit="graph", disable=not show_progress(progress)):
+            self.steps[b] = step_factory(fn, statics[b])
 
     def __call__(self, batch: Tensor) -> Any:
         """Run one batch: pad to its bucket, replay, slice; eagerly with a warning above the largest bucket."""
@@ -331,6 +342,128 @@ class BucketedRunner:
             for b, s in sorted(self.steps.items())
         )
         return RunnerReport(per_bucket, padding_report(self.batch_sizes, self.buckets), self.shared_pool)
+
+
+def show_progress(progress: bool | None = None) -> bool:
+    """Whether to draw a progress bar: `progress` if given, else only when stderr is a terminal.
+
+    In a notebook a tqdm widget's stored text reads "0%" forever once the notebook is saved,
+    so by default lessons draw no bar; ``python -m graphcourse.bench`` in a terminal does.
+    """
+    return sys.stderr.isatty() if progress is None else bool(progress)
+
+
+def _static_batch(example: Tensor, rows: int, pad_value: float = 0) -> Tensor:
+    return torch.full((rows, *example.shape[1:]), pad_value, dtype=example.dtype, device=example.device)
+
+
+def _pay_one_time_costs(fn: Callable[..., Any], statics: Iterable[Tensor], throwaway_capture: Callable[..., Any]) -> None:
+    """Run `fn` eagerly on every input, then capture it once per input and drop the graphs (their pools are freed).
+
+    The first capture in a process pays costs no later capture pays again (the cuBLAS workspace
+    of the capture stream, allocator warm-up): tens of MiB on an H200. Paid here, they stay out
+    of every per-bucket figure measured afterwards.
+    """
+    statics = list(statics)
+    for x in statics:
+        fn(x)
+    for x in statics:
+        graph = throwaway_capture(fn, x)
+        del graph
+    gc.collect()
+
+
+@dataclass(frozen=True)
+class CaptureMemoryRow:
+    """GPU memory one bucket's capture added: in its own private pool, and into one pool shared by all buckets."""
+
+    bucket: int
+    private_added_bytes: int
+    shared_added_bytes: int
+
+
+@dataclass(frozen=True)
+class CaptureMemoryReport:
+    """Memory added by each capture, per bucket, with a private pool each and with one shared pool."""
+
+    rows: tuple[CaptureMemoryRow, ...]  # ascending bucket
+    capture_order: tuple[int, ...]  # largest first, for both kinds of pool
+    one_time_bytes: int  # left reserved by the warm-up and throwaway captures, not counted in any row
+
+    @property
+    def private_total_bytes(self) -> int:
+        """All buckets' private pools together."""
+        return sum(r.private_added_bytes for r in self.rows)
+
+    @property
+    def shared_total_bytes(self) -> int:
+        """The one shared pool: everything its captures added."""
+        return sum(r.shared_added_bytes for r in self.rows)
+
+    def running_totals(self, shared: bool) -> list[tuple[int, int, int]]:
+        """(bucket, bytes its capture added, bytes added so far), in capture order for the shared pool, ascending for private pools."""
+        by_bucket = {r.bucket: r for r in self.rows}
+        order = self.capture_order if shared else sorted(by_bucket)
+        out, total = [], 0
+        for b in order:
+            added = by_bucket[b].shared_added_bytes if shared else by_bucket[b].private_added_bytes
+            total += added
+            out.append((b, added, total))
+        return out
+
+    def as_json_rows(self) -> list[dict[str, int]]:
+        """The rows as the benchmark writes them to data/gpu_reference.json (bytes added by each capture)."""
+        return [{"bucket": r.bucket, "private_pool_reserved_bytes": r.private_added_bytes,
+                 "shared_pool_reserved_bytes": r.shared_added_bytes} for r in self.rows]
+
+
+def capture_memory(
+    fn: Callable[[Tensor], Any],
+    example: Tensor,
+    buckets: Iterable[int],
+    *,
+    pad_value: float = 0,
+    warmup_iters: int = 3,
+    capture_fn: Callable[[Callable[..., Any], Tensor, Any], Any] | None = None,
+    new_pool: Callable[[], Any] | None = None,
+    reserved_bytes: Callable[[], int] | None = None,
+) -> CaptureMemoryReport:
+    """Memory added by each bucket's capture of `fn`, once with a private pool each and once into one shared pool.
+
+    Fair by construction: one-time costs are paid first (an eager run and a throwaway capture of
+    every bucket), then both kinds of pool are measured the same way, largest bucket first, the
+    graphs of each kind kept alive until all its buckets are captured (as a server keeps them),
+    then freed. `capture_fn(fn, x, pool)`, `new_pool()` and `reserved_bytes()` default to real
+    CUDA (:func:`capture`, ``torch.cuda.graph_pool_handle``, ``torch.cuda.memory_reserved``);
+    tests pass fakes.
+    """
+    if capture_fn is None:
+        require_cuda("measuring the memory each capture adds")
+
+        def capture_fn(f: Callable[..., Any], x: Tensor, pool: Any) -> CapturedGraph:
+            return capture(f, x, warmup_iters=warmup_iters, pool=pool)
+
+        new_pool = new_pool or torch.cuda.graph_pool_handle
+        reserved_bytes = reserved_bytes or (lambda: _memory_now()[1])
+    if new_pool is None or reserved_bytes is None:
+        raise ValueError("with a capture_fn, pass new_pool and reserved_bytes too.")
+    order = tuple(sorted(check_buckets(buckets), reverse=True))
+    statics = {b: _static_batch(example, b, pad_value) for b in order}
+    before = reserved_bytes()
+    _pay_one_time_costs(fn, statics.values(), lambda f, x: capture_fn(f, x, None))
+    one_time = reserved_bytes() - before
+
+    def added_per_bucket(pool: Any) -> dict[int, int]:
+        graphs = {b: capture_fn(fn, statics[b], pool) for b in order}  # kept alive until all are captured
+        added = {b: g.memory.reserved_bytes for b, g in graphs.items()}
+        del graphs
+        gc.collect()
+        return added
+
+    private = added_per_bucket(None)
+    shared = added_per_bucket(new_pool())
+    rows = tuple(CaptureMemoryRow(b, private[b], shared[b]) for b in sorted(order))
+    return CaptureMemoryReport(rows, order, one_time)
 
 
 # --------------------------------------------------------------------------- tiny GPT with a static KV cache

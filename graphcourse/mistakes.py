@@ -149,8 +149,8 @@ EXPECTED: dict[str, Expected] = {
     ),
     "cold_cublas": Expected(
         "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
-        "pytorch/pytorch issue #99397, torch 2.0; newer releases may create the cuBLAS handle safely, "
-        "and then this capture succeeds",
+        "pytorch/pytorch issue #99397 (torch 2.0); the course's H200 run with torch 2.11.0+cu130 "
+        "failed the same way, so warm up before capturing",
     ),
     "batch_copy": Expected(
         "RuntimeError: output with shape [1, 8] doesn't match the broadcast shape [17, 8]",
@@ -205,15 +205,16 @@ def sync_debug(mode: str = "error") -> Iterator[None]:
 
 def reserved_per_bucket_live(buckets: Sequence[int], d_model: int = 1024,
                              share_pool: bool = False) -> list[tuple[int, int, int]]:
-    """Capture a two-layer step once per bucket: (bucket, bytes its capture reserved, bytes all graphs so far reserved).
+    """Capture a two-layer step once per bucket: (bucket, bytes its capture added, bytes all graphs so far added).
 
-    The graphs stay alive until every bucket is captured, as a serving engine keeps them;
-    they are freed when the function returns. With share_pool, every graph draws on one
-    pool, captured largest first so the smaller ones reuse its memory.
+    Measured by :func:`graphcourse.gpu.capture_memory`: one-time costs are paid first, the graphs
+    stay alive until every bucket is captured, as a serving engine keeps them, and are freed
+    when the function returns. Private pools come in ascending bucket order; with share_pool,
+    every graph draws on one pool, captured largest first so the smaller ones reuse its memory.
     """
     import torch
 
-    from .gpu import capture, require_cuda
+    from .gpu import capture_memory, require_cuda
 
     require_cuda("capturing one graph per bucket")
     w1 = torch.randn(d_model, 4 * d_model, device="cuda") / d_model**0.5
@@ -222,14 +223,7 @@ def reserved_per_bucket_live(buckets: Sequence[int], d_model: int = 1024,
     def step(x: Any) -> Any:
         return torch.relu(x @ w1) @ w2
 
-    pool = torch.cuda.graph_pool_handle() if share_pool else None
-    graphs, rows, total = [], [], 0
-    for b in sorted(buckets, reverse=share_pool):
-        graphs.append(capture(step, torch.zeros(b, d_model, device="cuda"), pool=pool))
-        total += graphs[-1].memory.reserved_bytes
-        rows.append((b, graphs[-1].memory.reserved_bytes, total))
-    del graphs
-    return sorted(rows) if not share_pool else rows
+    return capture_memory(step, torch.zeros(1, d_model, device="cuda"), buckets).running_totals(shared=share_pool)
 
 
 # --------------------------------------------------------------------------- the tensor-parallel step on the toy timeline

@@ -48,6 +48,8 @@ def test_run_failing_capture_reports_a_child_error_without_touching_this_process
     assert not result.capture_refused
 
 
-def test_recorded_error_is_one_of_the_markers() -> None:
-    assert any(m in compare.RECORDED_ITEM_IN_CAPTURE for m in compare.CAPTURE_ERROR_MARKERS)
+def test_recorded_error_shows_both_lines_torch_printed() -> None:
+    lines = compare.RECORDED_ITEM_IN_CAPTURE.splitlines()
+    assert [any(m in line for line in lines) for m in compare.CAPTURE_ERROR_MARKERS] == [True, True]
+    assert compare.ChildResult(1, tuple(lines)).capture_refused
     assert ".item()" in compare.ITEM_IN_CAPTURE and sys.executable

@@ -101,3 +101,12 @@ def test_item_inside_capture_fails_in_a_child_process() -> None:
     assert done.returncode != 0
     assert ("operation not permitted when stream is capturing" in done.stderr
             or "operation failed due to a previous error during capture" in done.stderr), done.stderr[-2000:]
+
+
+def test_capture_memory_pays_one_time_costs_before_any_bucket() -> None:
+    report = gpu.capture_memory(small_step, torch.zeros(1, 16, device="cuda"), [1, 2, 4, 8])
+    private = [r.private_added_bytes for r in report.rows]
+    assert all(b >= 0 for b in private) and report.private_total_bytes > 0
+    assert max(private) - min(private) < 8 * 2**20, f"one bucket carries a one-time cost: {private}"
+    shared = {r.bucket: r.shared_added_bytes for r in report.rows}
+    assert shared[8] > 0 and report.shared_total_bytes <= report.private_total_bytes

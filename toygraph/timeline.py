@@ -6,9 +6,12 @@ issued and the previous kernel has finished. A sync makes the CPU wait until the
 idle. When launches cost more than kernels, the GPU sits idle between kernels: the
 launch tax that CUDA graphs remove.
 
-Default costs come from ../shared/reference/h200-baseline.md (one NVIDIA H200, torch
-2.11.0+cu130, 2026-11-30) and NVIDIA's "Constant Time Launch for Straight-Line CUDA
-Graphs"; each field of :class:`CostModel` says where its number comes from.
+Default costs come from reference figures measured on one NVIDIA H200 (2026-11-30, torch
+2.11.0+cu130, each the mean of 200 iterations after 20 warm-ups) and, for the graph launch,
+from NVIDIA's technical blog post "Constant Time Launch for Straight-Line CUDA Graphs". Each
+field of :class:`CostModel` says where its number comes from. They are one machine's prices:
+launch cost depends on the op, the torch version and the machine (the course's own benchmark,
+``python -m graphcourse.bench``, measures its own; lesson 02 sets the two side by side).
 """
 
 from __future__ import annotations
@@ -24,16 +27,16 @@ class CostModel:
     """What each action costs in microseconds on the toy machine."""
 
     launch_us: float = 12.0
-    """CPU time to launch one kernel eagerly (H200 baseline: 12.0-12.6 µs per kernel on that VM)."""
+    """CPU time to launch one kernel eagerly (H200 reference figures: 12.0-12.6 µs per kernel on that machine)."""
     kernel_us: float = 1.07
-    """GPU time of one tiny kernel (H200 baseline: a 1000-node replayed chain ran at 1.07 µs per node)."""
+    """GPU time of one tiny kernel (H200 reference figures: a 1000-node replayed chain ran at 1.07 µs per node)."""
     graph_launch_us: float = 2.5
     """CPU time to launch a whole graph (NVIDIA, CUDA 12.6 straight-line graphs: about 2.5 µs)."""
     graph_node_us: float = 0.001
     """Extra CPU launch time per graph node (same source: about 1 ns per node)."""
     sync_us: float = 50.0
     """CPU time a sync costs on top of waiting (copy back and wake-up), set so one `.item()`
-    per token costs what the H200 baseline measured: 290 µs against 236 µs a decode step."""
+    per token costs what the H200 reference figures measured: 290 µs against 236 µs a decode step."""
 
     def __post_init__(self) -> None:
         for name in ("launch_us", "kernel_us", "graph_launch_us", "graph_node_us", "sync_us"):
