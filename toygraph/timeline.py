@@ -7,8 +7,8 @@ idle. When launches cost more than kernels, the GPU sits idle between kernels: t
 launch tax that CUDA graphs remove.
 
 Default costs come from reference figures measured on one NVIDIA H200 (2026-11-30, torch
-2.11.0+cu130, each the mean of 200 iterations after 20 warm-ups) and, for the graph launch,
-from NVIDIA's technical blog post "Constant Time Launch for Straight-Line CUDA Graphs". Each
+2.11.0+cu130, each the mean of 200 iterations after 20 warm-ups); the graph launch's costs
+are those of NVIDIA's technical blog post "Constant Time Launch for Straight-Line CUDA Graphs". Each
 field of :class:`CostModel` says where its number comes from. They are one machine's prices:
 launch cost depends on the op, the torch version and the machine (the course's own benchmark,
 ``python -m graphcourse.bench``, measures its own; lesson 02 sets the two side by side).
