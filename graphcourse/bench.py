@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -257,29 +258,34 @@ def bench_item_sync(quick: bool) -> dict[str, Any]:
 
     eager_tok = torch.zeros(1, dtype=torch.long, device=DEVICE)
     eager = lambda: loop_step(eager_tok)  # noqa: E731
-    repeats = 2 if quick else 5
-    results: dict[str, Any] = {}
-    for name, step, sync in [
+    repeats = 3 if quick else 7
+    variants = [
         ("graph_us_per_token", graph.replay, False),
         ("graph_item_us_per_token", graph.replay, True),
         ("eager_us_per_token", eager, False),
         ("eager_item_us_per_token", eager, True),
-    ]:
+    ]
+    for _, step, sync in variants:
         generate(step, sync)  # warm-up
-        runs = [generate(step, sync) for _ in range(repeats)]
-        results[name] = min(us for us, _ in runs)
-        results[name.replace("_us_per_token", "_tokens")] = runs[0][1]
-    same = results["graph_tokens"] == results["eager_tokens"] == results["graph_item_tokens"]
+    runs: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    tokens: dict[str, list[int]] = {}
+    for _ in range(repeats):  # interleaved, so a slow spell of the machine hits every variant alike
+        for name, step, sync in variants:
+            us, seen = generate(step, sync)
+            runs[name].append(us)
+            tokens.setdefault(name, seen)
+    median = {name: statistics.median(values) for name, values in runs.items()}
+    same = tokens["graph_us_per_token"] == tokens["eager_us_per_token"] == tokens["graph_item_us_per_token"]
     return {
         "batch": 1,
         "tokens": n_tokens,
-        "graph_us_per_token": results["graph_us_per_token"],
-        "graph_item_us_per_token": results["graph_item_us_per_token"],
-        "eager_us_per_token": results["eager_us_per_token"],
-        "eager_item_us_per_token": results["eager_item_us_per_token"],
-        "item_cost_us": results["graph_item_us_per_token"] - results["graph_us_per_token"],
+        **median,
+        **{name.replace("_us_per_token", "_spread_us"): max(v) - min(v) for name, v in runs.items()},
+        "repeats": repeats,
+        "item_cost_us": median["graph_item_us_per_token"] - median["graph_us_per_token"],
         "graph_tokens_match_eager": same,
-        "note": "each token's step (decode, write token, advance position) is one graph; min of repeats",
+        "note": "each token's step (decode, write token, advance position) is one graph; the four loops run "
+                "interleaved, `repeats` times each; figures are medians, spreads are max - min over the repeats",
     }
 
 

@@ -19,13 +19,22 @@ How a solutions notebook is laid out (the grader reads the same layout)
 * **The answer cell**: the one code cell of the exercise holding the answer between
   ``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines (one or more pairs). In exercises/
   each pair becomes ``raise NotImplementedError("...")`` at the marker's indentation. Text
-  after the begin marker is the hint the stub shows, so say exactly what to write there.
+  after the begin marker is the message the stub raises, and the grader's report repeats
+  it: one short sentence saying *what* to write there, not how (no answer code). Longer
+  guidance goes at the end of the exercise's heading cell, folded, as a nudge, not the code::
+
+      <details><summary>Hint</summary>
+
+      A bucket holds a batch when it is at least as large ...
+
+      </details>
+
   The cell holds only what the learner writes (the functions to fill in): imports, data
   and demo loops go in given cells (set-up, context, or a check cell after it), so that a
   learner who rewrites the whole cell loses nothing::
 
       def pick_bucket(batch_size, buckets):
-          ### BEGIN SOLUTION: return the smallest bucket >= batch_size, or None
+          ### BEGIN SOLUTION: return the smallest bucket that holds batch_size, or None
           ...
           ### END SOLUTION
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from .compare import RECORDED_ITEM_IN_CAPTURE
 from .teaching import cuda_here
 
 __all__ = [
@@ -134,9 +135,9 @@ class Expected:
 
 EXPECTED: dict[str, Expected] = {
     "item_in_capture": Expected(
-        "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture",
-        "the course's H200 machine, torch 2.11.0+cu130; older releases say RuntimeError: CUDA error: "
-        "operation not permitted when stream is capturing",
+        RECORDED_ITEM_IN_CAPTURE,
+        "the course's H200 machine, torch 2.11.0+cu130: first the refused sync, then the error that ending "
+        "the invalidated capture raises",
     ),
     "sync_debug": Expected(
         "RuntimeError: called a synchronizing CUDA operation",
@@ -161,8 +162,9 @@ EXPECTED: dict[str, Expected] = {
         "the course's H200 machine, torch 2.11.0+cu130: the same sync-in-capture error as .item() above",
     ),
     "branch_on_data": Expected(
-        "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture",
-        "the same sync-in-capture error as .item(): `if tensor` reads the value on the CPU",
+        RECORDED_ITEM_IN_CAPTURE,
+        "the course's H200 machine, torch 2.11.0+cu130: `if tensor` reads the value on the CPU, a sync, "
+        "so capture refuses it as it refuses .item()",
     ),
 }
 
@@ -170,7 +172,8 @@ EXPECTED: dict[str, Expected] = {
 def print_expected(expected: Expected) -> None:
     """Print an error text that was not produced here, labelled as expected and with its source."""
     print("not run here (no CUDA GPU). Expected, not measured:")
-    print(f"  {expected.text}")
+    for line in expected.text.splitlines():
+        print(f"  {line}")
     print(f"  (text from {expected.source})")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import re
 import sys
 import warnings
 from contextlib import contextmanager
@@ -27,8 +28,9 @@ def show_warnings() -> Iterator[None]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    for w in caught:
-        print(f"{w.category.__name__}: {w.message}")
+    for w in caught:  # torch appends where in its own source it warned: of no use to a learner
+        message = re.sub(r"\s*\(Triggered internally at [^)]*\)", "", str(w.message))
+        print(f"{w.category.__name__}: {message}")
 
 
 def cuda_here() -> bool:

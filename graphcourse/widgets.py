@@ -91,6 +91,11 @@ class LaunchTax:
         """True when eager launching, not the GPU, sets the eager step time (a launch costs more than a kernel)."""
         return self.launch_us > self.kernel_us_at_batch
 
+    def __repr__(self) -> str:
+        return (f"LaunchTax({self.n_kernels} kernels of {self.kernel_us_at_batch:.2f} µs at batch {self.batch_size}, "
+                f"launch {self.launch_us:.2f} µs: eager {self.eager_step_us:.1f} µs, graph {self.graph_step_us:.1f} µs, "
+                f"{self.speedup:.2f}x)")
+
     @property
     def text(self) -> str:
         """A few lines a learner reads beside the plot."""

@@ -87,6 +87,15 @@ def test_item_sync_lines_print_each_loops_cost_and_the_remaining_speedup() -> No
     assert "still 8.1x faster than eager (10.0x without it)" in text
 
 
+def test_item_sync_lines_call_a_difference_inside_the_spread_noise() -> None:
+    item = {"batch": 1, "tokens": 100, "eager_us_per_token": 1000.0, "eager_item_us_per_token": 960.0,
+            "graph_us_per_token": 100.0, "graph_item_us_per_token": 125.0,
+            "eager_spread_us": 80.0, "eager_item_spread_us": 30.0, "graph_spread_us": 3.0, "graph_item_spread_us": 4.0}
+    text = decode.item_sync_lines(item)
+    assert "eager:   1000 µs/token, with one .item() a token    960 µs/token (within the 80 µs run-to-run spread" in text
+    assert "(+25 µs, +25%)" in text, "a difference beyond the spread is still reported as a cost"
+
+
 def test_the_lines_read_the_recorded_benchmark() -> None:
     data = load_reference()
     assert "original lesson" in decode.headline_lines(section("decode", data)["rows"][0], recorded_label(data))

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import subprocess
+import sys
 import unittest
 
 import nbformat
@@ -210,10 +213,95 @@ def test_prose_types_no_figures():
             assert not re.search(r"\d\s*(µs|us|ms)\b", cell.source), cell.source
 
 
-def test_stub_hints_are_valid_python_where_they_quote_code():
+def _answer_lines(source: str) -> set[str]:
+    """The model answer's own lines (between the markers) long enough to give something away."""
+    lines = source.splitlines()
+    out = set()
+    for begin, end, _, _ in be.find_regions(source, "answer"):
+        out |= {ln.split("  #")[0].strip() for ln in lines[begin + 1:end]}
+    return {ln for ln in out if len(ln) >= 12 and not ln.startswith("#")}
+
+
+_FOLDED_HINT = re.compile(r"\n\n<details><summary>Hint</summary>\n\n(?P<hint>.+?)\n\n</details>$", re.S)
+
+
+def test_stub_hints_say_what_to_write_not_how():
+    """The stub's message, which the grader's report repeats, is one short sentence and quotes no answer code."""
+    nb = nbformat.read(SOLUTION, as_version=4)
     text = be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name]
-    assert "[kernel_us] * kernels + ([comm_us] if comm_us else [])" in text  # no precedence trap in the ex05 hint
-    assert "[comm_us] if comm_us," not in text
+    learner = nbformat.reads(text, as_version=4)
+    for ex in be.layout_of(nb, SOLUTION.name).exercises:
+        source = nb.cells[ex.answer].source
+        hints = [hint for *_, hint in be.find_regions(source, ex.id)]
+        assert hints, ex.id
+        for hint in hints:
+            assert 15 <= len(hint) <= 80, (ex.id, hint, "one short sentence")
+            assert not re.search(r"[;=\[\]`]|\w\(|\. \w|: [a-z_]+ = ", hint), (ex.id, hint, "what to write, not the code")
+            for line in _answer_lines(source):
+                assert line not in hint, (ex.id, hint, line)
+            assert f"raise NotImplementedError({hint!r})" in learner.cells[ex.answer].source  # the learner sees it
+    assert "[comm_us] if comm_us," not in text  # no precedence trap anywhere the learner reads
+
+
+def test_every_exercise_ends_with_a_folded_hint_that_is_a_nudge_not_the_code():
+    nb = nbformat.read(SOLUTION, as_version=4)
+    learner = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
+    for ex in be.layout_of(nb, SOLUTION.name).exercises:
+        heading = nb.cells[ex.heading].source
+        assert learner.cells[ex.heading].source == heading  # the learner copy has the same hint
+        assert heading.count("<details>") == 1, (ex.id, "one folded hint, at the end of the heading cell")
+        found = _FOLDED_HINT.search(heading)
+        assert found, (ex.id, heading[-300:])
+        hint = found["hint"]
+        assert 80 <= len(hint) <= 700 and "```" not in hint, (ex.id, hint)
+        for line in _answer_lines(nb.cells[ex.answer].source):
+            assert line not in hint, (ex.id, line)
+    assert "folded **Hint**" in nb.cells[0].source  # the introduction says where the hints are
+
+
+def test_ex06_prose_owns_up_to_the_toys_peek_and_shows_a_several_input_launch():
+    nb = nbformat.read(SOLUTION, as_version=4)
+    layout = be.layout_of(nb, SOLUTION.name)
+    ex06 = next(ex for ex in layout.exercises if ex.id == "ex06_frozen_branch")
+    prose = nb.cells[ex06.heading].source
+    context = "\n".join(nb.cells[i].source for i in ex06.context)
+    assert "sum(h)" in context and "sum(h)" in prose  # the peek the prose owns up to is really in the given step
+    assert "without charging a sync" in prose and ".item()" in prose and "CPU-side copy" in prose
+    assert "as here" not in prose, "the condition here comes from device data peeked at by host code, not from the CPU"
+    example = re.search(r"`(launch\(lambda a, b: [^`]+, a, b\))`", prose)
+    assert example, "show launch with several inputs"
+    from toygraph import ToyDevice, launch
+    dev = ToyDevice()
+    out = eval(example[1], {"launch": launch, "a": dev.tensor([1, 2]), "b": dev.tensor([10, 20])})
+    assert list(out) == [11, 22]  # the one-line example in the prose runs as shown
+
+
+def test_ex04_lazy_layer_gives_the_warm_up_advice_not_the_keep_it_on_device_one():
+    nb = nbformat.read(SOLUTION, as_version=4)
+    cells = {c.get("id"): c for c in nb.cells}
+    shown = "".join(o.get("text", "") + str(o.get("evalue", "")) for o in cells["ex04_capture_helper-context-1"].outputs)
+    assert "warm-up" in shown and "Keep the value on the device" not in shown, shown
+    for cid in ("ex04_capture_helper-context-1", "ex04_capture_helper-check-1"):
+        assert 'advice="Run the step once eagerly before capture (warm-up)' in cells[cid].source, cid
+
+
+def test_the_grading_command_works_from_inside_the_exercises_folder(tmp_path):
+    """The notebook says the repository-root form needs the root, and gives the form for inside exercises/: it runs."""
+    text = nbformat.read(SOLUTION, as_version=4).cells[-1].source
+    assert "python -m graphcourse.grade exercises/06_exercises.ipynb" in text and "repository root" in text
+    command = "python -m graphcourse.grade 06_exercises.ipynb --report grades.json"
+    assert command in text and "inside `exercises/`" in text
+    probe = subprocess.run([sys.executable, "-c", "import graphcourse.grade"], cwd=tmp_path, capture_output=True)
+    if probe.returncode:
+        pytest.skip("the course is not installed in this environment (the notebook says the command needs that)")
+    (tmp_path / SOLUTION.name).write_text(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # only what is installed, not the repository
+    run = subprocess.run([sys.executable, *command.split()[1:], "--quiet"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "grades.json").read_text())
+    (marks,) = report.values()
+    assert len(marks) >= 6 and all(m["message"].startswith("not answered yet") for m in marks.values()), marks
 
 
 def test_the_notebook_and_readme_give_the_same_grading_command():

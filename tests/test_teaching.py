@@ -42,3 +42,10 @@ def test_describe_machine_on_this_cpu_only_machine():
     assert (info["gpu"] == "none") == (not torch.cuda.is_available())
     assert "recorded results" in course_plan({**info, "gpu": "none"})
     assert "NVIDIA H100" in course_plan({**info, "gpu": "NVIDIA H100"})
+
+
+def test_show_warnings_drops_where_torch_warned_from(capsys):
+    with show_warnings():
+        warnings.warn("Synchronization debug mode is a prototype feature (Triggered internally at "
+                      "/pytorch/torch/csrc/cuda/Module.cpp:1003.)", UserWarning)
+    assert capsys.readouterr().out == "UserWarning: Synchronization debug mode is a prototype feature\n"

@@ -150,6 +150,33 @@ def test_every_sync_kind_is_refused_during_capture(sync):
             calls[sync]()
 
 
+
+def test_sync_advice_replaces_the_last_sentence_of_the_capture_error():
+    warmup = "Run the step once eagerly before capture (warm-up) so one-time set-up happens outside it."
+    messages = {}
+    for advice in (None, warmup):
+        dev = ToyDevice()
+        x = dev.tensor([3])
+        g = ToyGraph(dev)
+        with pytest.raises(CaptureError) as info:
+            with graph(g):
+                launch(double, x)
+                dev.synchronize(what="the layer's first-call set-up", advice=advice)
+        assert g.state == "invalidated" and dev.capturing is None and dev.sync_count == 0
+        messages[advice] = str(info.value)
+    head = ("operation not permitted when stream is capturing: the layer's first-call set-up makes the CPU wait for "
+            "the GPU, but during capture the GPU runs nothing, it only records. The capture is invalidated. ")
+    assert messages[None] == head + ("Keep the value on the device (e.g. pick the next token with an argmax kernel) "
+                                     "and read it after replay(), outside the captured step."), "the default is unchanged"
+    assert messages[warmup] == head + warmup, "the advice replaces the default's last sentence, nothing else"
+    dev = ToyDevice()
+    dev.synchronize(what="set-up", advice=warmup)  # outside capture the advice is unused: an ordinary sync
+    assert dev.sync_count == 1
+    for bad in ("", "   ", 3):
+        with pytest.raises(InvalidArgumentError, match="advice"):
+            dev.synchronize(advice=bad)
+    assert dev.sync_count == 1
+
 def test_sync_outside_capture_works_counts_and_stalls_the_cpu():
     dev = ToyDevice()
     x = dev.tensor([1, 2])

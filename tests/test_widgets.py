@@ -280,3 +280,10 @@ def test_bucketed_plot_shows_throughput_padding_and_memory_per_bucket():
     assert [t.get_text() for t in memory.get_xticklabels()] == ["1", "2", "4"]  # sorted by bucket
     heights = [p.get_height() for p in memory.patches]
     assert heights == [2.0, 2.0, 2.0, 0.0, 0.0, 4.0]  # private pools, then the shared pool, in MiB
+
+
+def test_launch_tax_reads_as_rounded_figures():
+    from graphcourse.widgets import launch_tax
+
+    text = repr(launch_tax(40, 1.0, 12.0))
+    assert text == "LaunchTax(40 kernels of 1.00 µs at batch 1, launch 12.00 µs: eager 480.0 µs, graph 40.0 µs, 12.00x)"

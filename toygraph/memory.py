@@ -22,7 +22,9 @@ WORD_BYTES = 4
 
 _SYNC_IN_CAPTURE = (
     "operation not permitted when stream is capturing: {what} makes the CPU wait for the GPU, "
-    "but during capture the GPU runs nothing, it only records. The capture is invalidated. "
+    "but during capture the GPU runs nothing, it only records. The capture is invalidated. {advice}"
+)
+_SYNC_ADVICE = (
     "Keep the value on the device (e.g. pick the next token with an argmax kernel) and read it "
     "after replay(), outside the captured step."
 )
@@ -139,12 +141,20 @@ class ToyDevice:
         return self.tensor([fill] * size)
 
     # syncs and time ----------------------------------------------------------
-    def synchronize(self, what: str = "synchronize()") -> None:
-        """Make the CPU wait for the GPU; during capture this is an error, as on a real GPU."""
+    def synchronize(self, what: str = "synchronize()", advice: str | None = None) -> None:
+        """Make the CPU wait for the GPU; during capture this is an error, as on a real GPU.
+
+        `what` names the sync in the error. `advice`, when given, replaces the error's last
+        sentence (keep the value on the device and read it after replay), which is the wrong
+        fix for some syncs: a library's one-time set-up on its first call, say, where the fix
+        is a warm-up run before capture.
+        """
+        if advice is not None and (not isinstance(advice, str) or not advice.strip()):
+            raise InvalidArgumentError(f"advice must be a sentence saying how to avoid this sync, or None; got {advice!r}.")
         if self.capturing is not None:
             graph = self.capturing
             graph._invalidate(what)
-            raise CaptureError(_SYNC_IN_CAPTURE.format(what=what))
+            raise CaptureError(_SYNC_IN_CAPTURE.format(what=what, advice=_SYNC_ADVICE if advice is None else advice.strip()))
         self.sync_count += 1
         self.clock.sync(what)
 
