@@ -57,6 +57,25 @@ class Node:
     live: dict = field(default_factory=dict)
     """Buffers the kernel reads by name (besides its inputs): device memory, read afresh at every replay."""
 
+    def run(self, executed: list[float]) -> None:
+        """Run the kernel on the current contents of its inputs and write its static output (at replay)."""
+        result = _run_kernel(self.fn, self.inputs, self.name)
+        if len(result) != len(self.output):
+            raise ShapeMismatchError(len(self.output), len(result), what=f"output of kernel {self.name!r}")
+        self.output._write(result)
+        executed.append(self.kernel_us)
+
+
+def kernel_nodes(nodes: Sequence) -> list[Node]:
+    """Every kernel node of a graph, including those inside conditional nodes' bodies, in recording order."""
+    found: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Node):
+            found.append(node)
+        for body in getattr(node, "bodies", ()):
+            found += kernel_nodes(body)
+    return found
+
 
 def _same(values: list) -> list:
     return values
@@ -108,14 +127,15 @@ def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: floa
     if out is not None:
         if len(result) != len(out):
             raise ShapeMismatchError(len(out), len(result), what=f"output of kernel {label!r} (out=)")
-        out._write(result)
+        if graph is None or not graph._body_depth:  # a conditional body is recorded, not run, at capture
+            out._write(result)
         output = out
     else:
         output = device._alloc(result, graph.pool if graph is not None else device.eager_pool)
     if graph is None:
         device.clock.launch(label, us)
     else:
-        graph.nodes.append(Node(label, frozen.fn, tuple(inputs), output, us, frozen.values, frozen.buffers))
+        graph._sink.append(Node(label, frozen.fn, tuple(inputs), output, us, frozen.values, frozen.buffers))
     return output
 
 
@@ -137,6 +157,8 @@ class ToyGraph:
         self._op_names: list[str | None] = []
         self._op_kernel_us: list[float | None] = []
         self._invalid_reason = ""
+        self._sink: list = self.nodes  # where launches are recorded: the graph, or a conditional node's body
+        self._body_depth = 0
 
     # recording -------------------------------------------------------------
     def record(self, fn: Kernel, *, name: str | None = None, kernel_us: float | None = None) -> None:
@@ -173,7 +195,7 @@ class ToyGraph:
                     out = launch(fn, out, name=self._op_names[i] or _kernel_name(fn, None, i), kernel_us=self._op_kernel_us[i])
             else:
                 out = program(static_input)
-        if not isinstance(out, Buffer) or not any(out._storage is n.output._storage for n in self.nodes):
+        if not isinstance(out, Buffer) or not any(out._storage is n.output._storage for n in kernel_nodes(self.nodes)):
             self._invalidate("a program that did not return a buffer written during capture")
             raise InvalidArgumentError(
                 "the captured program must return the buffer its last kernel wrote (the value of a launch(...) "
@@ -204,12 +226,10 @@ class ToyGraph:
             raise GraphStateError("cannot replay a graph while it is still capturing: leave the `with graph(g):` block first.")
         if x is not None:
             self.copy_in(x)
+        executed: list[float] = []
         for node in self.nodes:
-            result = _run_kernel(node.fn, node.inputs, node.name)
-            if len(result) != len(node.output):
-                raise ShapeMismatchError(len(node.output), len(result), what=f"output of kernel {node.name!r}")
-            node.output._write(result)
-        self.device.clock.replay(self.name, [n.kernel_us for n in self.nodes])
+            node.run(executed)
+        self.device.clock.replay(self.name, executed, n_nodes=len(self.nodes))
         self.replays += 1
         return self.static_output  # type: ignore[return-value]
 
@@ -225,14 +245,18 @@ class ToyGraph:
             raise ShapeMismatchError(len(self.static_input), len(values))
         self.static_input._write(values)
 
-    def _record_copy(self, target: Buffer, source: Buffer | None, values: list) -> None:
-        """A copy_ during capture is a node too: from a buffer it reads it at replay, from host values they are baked."""
+    def _record_copy(self, target: Buffer, source: Buffer | None, values: list) -> bool:
+        """A copy_ during capture is a node too: from a buffer it reads it at replay, from host values they are baked.
+
+        Returns whether to write the values now (not while recording a conditional node's body).
+        """
         if source is not None:
-            self.nodes.append(Node("copy_", _same, (source,), target, self.device.clock.cost.kernel_us))
+            self._sink.append(Node("copy_", _same, (source,), target, self.device.clock.cost.kernel_us))
         else:
             baked = list(values)
-            self.nodes.append(Node("copy_", lambda: list(baked), (), target, self.device.clock.cost.kernel_us,
+            self._sink.append(Node("copy_", lambda: list(baked), (), target, self.device.clock.cost.kernel_us,
                                    {"values": baked}))
+        return not self._body_depth
 
     # looking inside ---------------------------------------------------------
     @property
@@ -244,7 +268,7 @@ class ToyGraph:
     def addresses(self) -> dict[str, int]:
         """Address of the static input and of each kernel's static output buffer."""
         out = {"static_input": self.static_input.address} if self.static_input is not None else {}
-        out.update({n.name: n.output.address for n in self.nodes})
+        out.update({n.name: n.output.address for n in kernel_nodes(self.nodes)})
         return out
 
     def __repr__(self) -> str:
@@ -279,9 +303,11 @@ def graph(g: ToyGraph, pool: MemoryPool | None = None) -> Iterator[ToyGraph]:
         device.capturing = None
     g.state = "captured"
     if g.static_input is None:
-        written = {id(n.output._storage) for n in g.nodes}
-        external = {id(b._storage): (b if b.base is None else b.base) for n in g.nodes for b in n.inputs if id(b._storage) not in written}
+        every = kernel_nodes(g.nodes)
+        written = {id(n.output._storage) for n in every}
+        external = {id(b._storage): (b if b.base is None else b.base) for n in every for b in n.inputs
+                    if id(b._storage) not in written}
         if len(external) == 1:
             g.static_input = next(iter(external.values()))
-        if g.nodes:
-            g.static_output = g.nodes[-1].output
+        if every:
+            g.static_output = every[-1].output

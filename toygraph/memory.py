@@ -277,9 +277,8 @@ class Buffer(_DeviceObject):
         else:
             new = [values] * self._length
         graph = self.device.capturing
-        if graph is not None:
-            graph._record_copy(self, values if isinstance(values, Buffer) else None, new)
-        self._write(new)
+        if graph is None or graph._record_copy(self, values if isinstance(values, Buffer) else None, new):
+            self._write(new)
         return self
 
     def clone(self) -> "Buffer":
