@@ -159,6 +159,7 @@ class ToyGraph:
         self._invalid_reason = ""
         self._sink: list = self.nodes  # where launches are recorded: the graph, or a conditional node's body
         self._body_depth = 0
+        self._before_replay: list[Callable[[], None]] = []  # host work before each launch (RNG offsets)
 
     # recording -------------------------------------------------------------
     def record(self, fn: Kernel, *, name: str | None = None, kernel_us: float | None = None) -> None:
@@ -226,6 +227,8 @@ class ToyGraph:
             raise GraphStateError("cannot replay a graph while it is still capturing: leave the `with graph(g):` block first.")
         if x is not None:
             self.copy_in(x)
+        for prologue in self._before_replay:  # e.g. a generator writes this replay's RNG offset
+            prologue()
         executed: list[float] = []
         for node in self.nodes:
             node.run(executed)
