@@ -58,7 +58,7 @@ def test_seed_text_in_lesson_file_runs_verbatim():
 
 def test_toygraph_imports_only_the_standard_library():
     code = ("import sys, toygraph, toygraph.errors, toygraph.timeline, toygraph.memory, toygraph.capture, toygraph.freeze, toygraph.prices, "
-            "toygraph.buckets\n"
+            "toygraph.buckets, toygraph.conditional, toygraph.multistep, toygraph.streams, toygraph.rng\n"
             "std = set(sys.stdlib_module_names)\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] not in std and m.split('.')[0] != 'toygraph'"
             " and not m.startswith('_') and not m.startswith('__editable__'))\n"
