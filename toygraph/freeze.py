@@ -58,7 +58,8 @@ class Frozen:
     """Names of values that could not be copied and stay live (a simplification; see the module's docstring)."""
 
 
-def _global_names(code: types.CodeType) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
     """Names the code (and code nested in it, e.g. a list comprehension) loads as globals, in order."""
     names: list[str] = []
     for ins in dis.get_instructions(code):
@@ -67,7 +68,7 @@ def _global_names(code: types.CodeType) -> list[str]:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names += [n for n in _global_names(const) if n not in names]
-    return names
+    return tuple(names)
 
 
 class _Freezer:

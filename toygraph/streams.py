@@ -4,9 +4,12 @@ Capture records more than a list. When a second stream waits on an event of the 
 stream (``side.wait_stream(main)``: the *fork*), its work joins the capture as a branch that
 depends only on what it waited for; when the capturing stream waits on the branch's last event
 (``main.wait_stream(side)``: the *join*), the branch rejoins. The graph is a DAG, and a replay
-runs independent branches at the same time. PyTorch's notes on CUDA graphs allow exactly this
-pattern inside ``torch.cuda.graph`` (fork from and rejoin the capturing stream), and CUDA ends
-such a capture with ``cudaErrorStreamCaptureUnjoined`` if a forked stream never rejoins.
+runs independent branches at the same time. This is how stream capture turns events
+(``cudaEventRecord`` / ``cudaStreamWaitEvent``) into graph edges (CUDA programming guide, "Cross-stream
+Dependencies and Events"), and a capture whose fork never rejoined the origin stream ends with
+``cudaErrorStreamCaptureUnjoined`` ("the capture sequence contains a fork that was not joined to the
+primary stream"). In PyTorch the same is ``side.wait_stream(torch.cuda.current_stream())`` inside
+``torch.cuda.graph`` and ``torch.cuda.current_stream().wait_stream(side)`` before it ends.
 
 :class:`StreamGraph` captures one: ``with sg.capture():`` then ``main.launch(...)``,
 ``side.wait_stream(main)``, ``side.launch(...)``, ``main.wait_stream(side)``. A replay writes
