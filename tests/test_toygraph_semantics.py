@@ -406,3 +406,16 @@ def test_any_host_read_during_capture_invalidates_it(name, values):
         with graph(g):
             READS[name](launch(lambda v: v, x))
     assert g.state == "invalidated" and dev.sync_count == 0
+
+
+def test_a_kernel_cannot_smuggle_device_values_into_host_memory():
+    """A kernel writes only its output: appending to a host list from inside it reaches a frozen copy, not the list."""
+    dev = ToyDevice()
+    leaked = []
+    x = dev.tensor([4, 5])
+    launch(lambda v: leaked.extend(v) or v, x)  # eager
+    g = ToyGraph(dev)
+    with graph(g):
+        launch(lambda v: leaked.extend(v) or v, x)
+    g.replay()
+    assert leaked == [] and dev.sync_count == 0, "values reach the host only through a read, which is a sync"

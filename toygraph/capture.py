@@ -104,7 +104,8 @@ def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: floa
            out: Buffer | None = None) -> Buffer:
     """Launch one kernel on device buffers: eagerly it runs now and costs a launch; during capture it is recorded.
 
-    During capture the kernel is frozen: the Python values it reads are baked (toygraph.freeze).
+    The kernel is frozen (toygraph.freeze): the Python values it reads are taken as they are now, and
+    baked into the graph during capture; it can write nothing but its output, as a GPU kernel can.
     `out=` writes the result into an existing buffer (in place, like `torch.add(a, b, out=c)`).
     """
     if not callable(fn):
@@ -122,7 +123,7 @@ def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: floa
     graph = device.capturing
     label = _kernel_name(fn, name, len(graph.nodes) if graph else 0)
     us = device.clock.cost.kernel_us if kernel_us is None else float(kernel_us)
-    frozen = freeze(fn) if graph is not None else Frozen(fn)
+    frozen = freeze(fn)  # eagerly too: a kernel reads host values as they are now, and can write none
     result = _run_kernel(frozen.fn, inputs, label)
     if out is not None:
         if len(result) != len(out):

@@ -18,6 +18,10 @@ The toy does the same to the Python function it records. When a kernel is captur
   (or notebook) that the kernel calls. Containers (lists, dicts, sets, tuples) and other
   objects are deep-copied.
 
+Every launch freezes its kernel, eager ones too: a kernel reads host values as they are at
+its launch and can write nothing but its output (appending to a host list from inside a kernel
+appends to a copy), so device values reach the host only through a read, which is a sync.
+
 What stays **live** (read at replay, as on a GPU): toy device buffers (and the devices,
 pools and graphs they belong to), whose contents are the device memory a kernel reads.
 
