@@ -13,8 +13,8 @@ Around it, the toy enforces what a real CUDA graph enforces:
   static input and one static buffer per kernel from the graph's private pool, and seals
   the graph. Recording into a sealed graph is an error: the topology is fixed.
 * Replay copies new data into the static input, reruns the recorded kernels on the same
-  addresses and returns the static output: the *same* list every time, overwritten by
-  the next replay unless you copy it out.
+  addresses and returns the static output: the *same* buffer every time, overwritten by
+  the next replay unless you copy it out (`out.clone()` on the device, `list(out)` to the host).
 * A batch of another size than the captured one is refused (:class:`ShapeMismatchError`).
 * Capture bakes the Python values each kernel reads (its closure variables, the globals it
   names, its default arguments: see :mod:`toygraph.freeze`); rebinding them afterwards
