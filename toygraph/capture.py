@@ -10,19 +10,24 @@ The seed lesson's example works as it is::
 Around it, the toy enforces what a real CUDA graph enforces:
 
 * The first replay (or an explicit :meth:`ToyGraph.capture`) captures: it allocates the
-  static input and one static buffer per kernel from the graph's private pool, and seals
-  the graph. Recording into a sealed graph is an error: the topology is fixed.
+  static input first, from the ordinary (eager) pool, as PyTorch code allocates its static
+  input before ``with torch.cuda.graph(g):``; then one static buffer per kernel from the
+  graph's private pool; and it seals the graph. Recording into a sealed graph is an error:
+  the topology is fixed.
 * Replay copies new data into the static input, reruns the recorded kernels on the same
   addresses and returns the static output: the *same* buffer every time, overwritten by
-  the next replay unless you copy it out (`out.clone()` on the device, `list(out)` to the host).
+  the next replay unless you copy it out: ``out.clone()`` on the device (no sync) or
+  ``out.tolist()`` to the host (a sync). ``list(out)`` is *not* a copy: it is a list of
+  one-element views of the static output (torch's ``unbind``), overwritten with it.
 * A batch of another size than the captured one is refused (:class:`ShapeMismatchError`).
 * Capture bakes the Python values each kernel reads (its closure variables, the globals it
   names, its default arguments: see :mod:`toygraph.freeze`); rebinding them afterwards
   changes nothing a replay computes. The contents of device buffers stay live.
 * Host code runs once, at capture. A Python ``if`` on a *host* value (a flag, a Python
   number) picks a branch then, and replay repeats that branch forever (frozen control
-  flow). An ``if`` on a *device* value reads it, which is a sync: like ``.item()`` or
-  ``synchronize()`` during capture it raises :class:`CaptureError`.
+  flow). An ``if`` on a *device* value (``if h[0] > 0:``) launches the compare as a kernel,
+  then asks for its truth, which is a sync: like ``.item()`` or ``synchronize()`` during
+  capture it raises :class:`CaptureError`.
 
 Kernels are plain Python functions from lists to a list (or to one value): each input
 buffer arrives as a plain list of its values, read on the device (no sync). The toy runs
@@ -189,8 +194,8 @@ class ToyGraph:
         values = _check_values(example, "the example input")
         if not values:
             raise InvalidArgumentError("the example input is empty: capture with a batch of at least one value.")
+        static_input = self.device.tensor(values)  # before capture, from the ordinary pool, as in PyTorch
         with graph(self):
-            static_input = self.device.tensor(values)
             if program is None:
                 out = static_input
                 for i, fn in enumerate(self.ops):
@@ -252,6 +257,12 @@ class ToyGraph:
     def _record_copy(self, target: Buffer, source: Buffer | None, values: list) -> bool:
         """A copy_ during capture is a node too: from a buffer it reads it at replay, from host values they are baked.
 
+        Host values are baked as a kernel argument is: this mirrors ``fill_(scalar)`` or a small
+        list handed to a kernel. A real captured host-to-device ``copy_`` is different: its memcpy
+        node records the *host pointer* and reads host memory again at every replay (pinned memory;
+        from pageable memory it is a known hazard), so changing that host memory between replays
+        changes what the graph copies. The toy has no host tensors, so it cannot show that.
+
         Returns whether to write the values now (not while recording a conditional node's body).
         """
         if source is not None:
@@ -265,7 +276,11 @@ class ToyGraph:
     # looking inside ---------------------------------------------------------
     @property
     def memory_bytes(self) -> int:
-        """Bytes held by this graph's private pool."""
+        """Bytes held by this graph's private pool (the static input is not in it: it was allocated before capture).
+
+        Simplified: the pool keeps every buffer allocated during capture; see :mod:`toygraph.memory`
+        for how PyTorch's pools reuse freed blocks and hold whole segments.
+        """
         return self.pool.used_bytes
 
     @property
