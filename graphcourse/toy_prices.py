@@ -31,10 +31,14 @@ PRICES_MODULE = ROOT / "toygraph" / "prices.py"
 
 NVIDIA_NODE_US = 0.001
 """CPU time per node of a repeat graph launch, from NVIDIA's technical blog post "Constant Time Launch
-for Straight-Line CUDA Graphs" (CUDA 12.6: about 2.5 µs plus about 1 ns per node). The course's
+for Straight-Line Graphs and Other Performance Enhancements" (CUDA 12.6: about 2.5 µs plus about 1 ns
+per node). The course's
 benchmark cannot see it: the replays it times are bound by the GPU long before 1 ns a node shows."""
 NVIDIA_NODE_SOURCE = ("published, not measured by the course: NVIDIA technical blog, 'Constant Time Launch for "
-                      "Straight-Line CUDA Graphs' (CUDA 12.6, about 1 ns per node of a repeat launch)")
+                      "Straight-Line Graphs and Other Performance Enhancements' (CUDA 12.6, about 1 ns per node "
+                      "of a repeat launch)")
+ONE_FIGURE = "not recorded (one figure): a loose price"
+"""What a price resting on a single figure, with no spread, is called: loose, like one with a wide spread."""
 
 
 @dataclass(frozen=True)
@@ -106,12 +110,13 @@ def _derive_from_costs(data: dict[str, Any]) -> dict[str, Price]:
     def price(key: str, what: str, value: float | None = None) -> Price:
         median, spread, source = _cost(costs, key)
         return Price(_rounded(median if value is None else value), None if spread is None else _rounded(spread),
-                     kind if spread is not None else "not recorded", f"{what}: {source}", samples)
+                     kind if spread is not None else ONE_FIGURE, f"{what}: {source}", samples)
 
     prices = {
         "launch_us": price("eager_launch_us", "bare eager launch, CPU time per kernel"),
         "kernel_us": price("graph_node_us", "GPU time per replayed node"),
-        "graph_launch_us": price("graph_launch_us", "one replay of a one-kernel graph, which its CPU launch paces"),
+        "graph_launch_us": price("graph_launch_us", "one replay of a one-kernel graph, back to back (a throughput: "
+                                 "at most the CPU's cost of one replay call, an upper bound)"),
         "graph_node_us": Price(NVIDIA_NODE_US, None, "not measured", NVIDIA_NODE_SOURCE, 0),
     }
     item, _, _ = _cost(costs, "item_sync_us")
@@ -163,9 +168,10 @@ def derive_prices(data: dict[str, Any]) -> dict[str, Price]:
     spread = one.get("graph_step_spread_us")
     prices["graph_launch_us"] = Price(
         _rounded(graph_launch), None if spread is None else _rounded(spread),
-        "max - min over repeats" if spread is not None else "not recorded (one figure)",
-        f"graph replay of a chain of {one['kernels']} kernel: time per replay, back to back, which the CPU's "
-        f"replay call sets when the graph is this small", 1)
+        "max - min over repeats" if spread is not None else ONE_FIGURE,
+        f"graph replay of a chain of {one['kernels']} kernel: time per replay, back to back. A throughput, so at "
+        f"most the CPU's cost of one replay call (an upper bound; the CPU's replay call sets the pace when the "
+        f"graph is this small)", 1)
 
     prices["graph_node_us"] = Price(NVIDIA_NODE_US, None, "not measured", NVIDIA_NODE_SOURCE, 0)
 
@@ -186,10 +192,12 @@ def derive_prices(data: dict[str, Any]) -> dict[str, Price]:
 
     eager_in_model = _field(row1, "eager_step_us_median", "eager_step_us") / _field(row1, "kernels")
     prices["launch_in_model_us"] = Price(
-        _rounded(eager_in_model), None, "not recorded (one figure)",
+        _rounded(eager_in_model), None, ONE_FIGURE,
         f"eager decode step of the tiny GPT at batch {row1.get('batch', 1)}: CPU time per kernel launched "
         f"({_field(row1, 'eager_step_us_median', 'eager_step_us'):.0f} µs for {int(_field(row1, 'kernels'))} "
-        f"kernels). Not a default: a kernel inside a model costs more than a bare launch (lesson 02 says why)", 1)
+        f"kernels). One figure with no spread, while eager decode times have varied widely from one recording "
+        f"to the next: a rough price. Not a default: a kernel inside a model costs more than a "
+        f"bare launch (lesson 02 says why)", 1)
     return prices
 
 

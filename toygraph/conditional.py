@@ -1,28 +1,36 @@
-"""Conditional nodes: a decision the GPU takes at every replay, inside the graph (CUDA 12.4+).
+"""Conditional nodes: a decision the GPU takes at every replay, inside the graph (CUDA 12.3+).
 
 A Python ``if`` in a captured step is decided once, at capture (on a host value) or refused
-(on a device value: reading it is a sync). CUDA 12.4 added conditional nodes to graphs: a node
-holds one or more *body graphs* and a *condition* that a kernel sets on the GPU during the
-replay (``cudaGraphSetConditional``); the node runs a body depending on its value, with no
-trip to the CPU. Sources: NVIDIA's post "Dynamic Control Flow in CUDA Graphs with Conditional
-Nodes" and the CUDA runtime API's ``cudaConditionalNodeParams``.
+(on a device value: asking for its truth is a sync). Conditional nodes first shipped in CUDA
+12.3 (its release notes; NVIDIA/cuda-samples#233); PyTorch's support needs CUDA 12.4 or later
+at build time (``CUDA_VERSION >= 12040`` in ``aten/src/ATen/cuda/CUDAGraph.h``), and the driver
+must be new enough too. A node holds one or more *body graphs* and a *condition*; the node
+runs a body depending on its value at each replay, with no trip to the CPU. Sources: NVIDIA's
+post "Dynamic Control Flow in CUDA Graphs with Conditional Nodes" and the CUDA runtime API's
+``cudaConditionalNodeParams``.
 
-* **IF** (CUDA 12.4): the body runs once if the condition is non-zero. With a second body,
-  **IF/ELSE** (CUDA 12.8): that one runs when it is zero.
-* **WHILE** (CUDA 12.4): the body runs again and again as long as the condition is non-zero;
-  a kernel in the body must update the condition, or the loop never ends.
+* **IF** (CUDA 12.3/12.4): the body runs once if the condition is non-zero. With a second
+  body, **IF/ELSE** (CUDA 12.8): that one runs when it is zero.
+* **WHILE** (CUDA 12.3/12.4): the body runs again and again as long as the condition is
+  non-zero; a kernel in the body must update the condition, or the loop never ends.
 * **SWITCH** (CUDA 12.8): body ``n`` runs when the condition equals ``n``; none when it is
   out of range.
 
 In the toy the condition is a one-value device buffer: any kernel that writes it (for
-instance ``launch(..., out=cond)``) sets it, as ``cudaGraphSetConditional`` does. Call
+instance ``launch(..., out=cond)``) sets it. Call
 :func:`if_node`, :func:`while_node` or :func:`switch_node` inside ``with graph(g):``; each body
 is host code run once, at capture, to record its kernels. Conditional nodes exist only in
 graphs: outside capture these functions refuse, since deciding on the host would be a sync.
 
-Where the toy simplifies: the toy runs the node once when its capture ends, as it runs every
-kernel once at capture; a WHILE loop is stopped after ``max_iterations`` with an error instead
-of hanging the GPU; and each node's evaluation costs no time on the timeline (only the kernels
+Where the toy simplifies: in CUDA the condition is not memory at all but an opaque
+``cudaGraphConditionalHandle``, set only by device code calling ``cudaGraphSetConditional``
+(with an optional default value applied at every launch of the graph,
+``cudaGraphCondAssignDefault``). PyTorch bridges a bool tensor to it by capturing a one-thread
+kernel (``set_conditional_handle_kernel`` in ``aten/src/ATen/cuda/CUDAGraph.cu``) that reads the
+tensor and calls ``cudaGraphSetConditional``; the toy skips that bridge and lets the node read
+the buffer. The toy also runs the node once when its capture ends, as it runs every kernel
+once at capture; a WHILE loop is stopped after ``max_iterations`` with an error instead of
+hanging the GPU; and each node's evaluation costs no time on the timeline (only the kernels
 its bodies run do).
 """
 

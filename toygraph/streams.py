@@ -16,7 +16,12 @@ primary stream"). In PyTorch the same is ``side.wait_stream(torch.cuda.current_s
 ``gpu:<stream>`` lanes on the device's timeline (the stream each kernel was captured on), where
 overlapping bars show the branches running together.
 
-Where the toy simplifies: kernels compute in the order they were recorded (one topological
+Where the toy simplifies: a launch on a stream that was never forked into the capture (it did
+not wait on the capturing stream) is a :class:`CaptureError` in the toy. CUDA does not refuse
+it: the kernel simply runs eagerly, outside the graph, while the capture goes on, and PyTorch's
+CUDA semantics notes list such non-captured work during capture among the *silent* errors
+(undefined behaviour). The toy turns that silent misbehaviour into an error you can read.
+Kernels compute in the order they were recorded (one topological
 order of the DAG), and any number of independent kernels may run at once (a GPU runs them
 together only while it has free SMs). Two kernels that touch the same buffer with no path
 between them are a race on a GPU; the toy cannot show that nondeterminism, so it lists them
@@ -63,7 +68,9 @@ class ToyStream:
         if not self.joined:
             raise CaptureError(
                 f"stream {self.name!r} is not part of the capture: before launching on it, make it wait on the "
-                f"capturing stream ({self.name}.wait_stream({owner.main_name})), the fork that brings it in."
+                f"capturing stream ({self.name}.wait_stream({owner.main_name})), the fork that brings it in. "
+                f"(CUDA would not refuse this launch: the kernel would run eagerly, outside the graph, a silent "
+                f"error. The toy makes it a loud one.)"
             )
         result = launch(fn, *inputs, name=name, kernel_us=kernel_us, out=out)
         node = owner.graph.nodes[-1]
