@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	@$(BOOT) setup
 
 lab: setup
-	@$(BOOT) $(if $(PORT),--port $(PORT)) lab -- $(LAB_ARGS)
+	@$(BOOT) $(if $(PORT),--port $(PORT)) --no-setup lab -- $(LAB_ARGS)
 
 test: setup unit notebooks
 

@@ -252,8 +252,13 @@ def lab_command(python, port, extra=()):
     return cmd + list(extra)
 
 
-def lab(venv, port=None, extra=(), torch_spec=None, wheels=None):
-    python = setup(venv, torch_spec, wheels)
+def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False):
+    if no_setup:  # make has set up already (its lab target depends on setup)
+        python = venv_python(os.path.abspath(venv))
+        if not os.path.exists(python):
+            fail("no virtual environment in %s: run make setup (or python3 bootstrap.py setup)" % venv)
+    else:
+        python = setup(venv, torch_spec, wheels)
     port = pick_port(port)
     subprocess.call([python, "-m", "graphcourse.mycopy", "--quiet"], cwd=ROOT)
     say("Opening the course: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
@@ -292,6 +297,7 @@ def main(argv=None):
     parser.add_argument("--wheelhouse", default=None, help="install from this folder of wheels (default: ./wheelhouse if present)")
     parser.add_argument("--platform", action="append", default=[],
                         help="wheelhouse only: download wheels for another platform (pip download --platform), repeatable")
+    parser.add_argument("--no-setup", action="store_true", help="lab only: use the environment as it is")
     parser.add_argument("lab_args", nargs="*", help="lab only: extra JupyterLab options, after --")
     args = parser.parse_args(argv)
     check_python()
@@ -309,7 +315,7 @@ def main(argv=None):
         python = setup(args.venv, args.torch, wheels)
         return subprocess.call([python, "-m", "graphcourse.mycopy"], cwd=ROOT)
     if args.command == "lab":
-        return lab(args.venv, args.port, args.lab_args, args.torch, wheels)
+        return lab(args.venv, args.port, args.lab_args, args.torch, wheels, args.no_setup)
     return test(args.venv, args.torch, wheels)
 
 
