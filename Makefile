@@ -13,7 +13,9 @@ PORT   ?=
 # which is used by default when present).
 WHEELHOUSE ?=
 PY     := $(VENV)/bin/python
+# Two stamps: everything with the test tools (make test), or what a learner needs (make lab).
 STAMP  := $(VENV)/.course-installed
+LAB_STAMP := $(VENV)/.course-installed-lab
 LAB_ARGS ?=
 BOOT   = $(PYTHON) bootstrap.py --venv $(VENV) $(if $(TORCH),--torch "$(TORCH)") \
          $(if $(WHEELHOUSE),--wheelhouse "$(WHEELHOUSE)")
@@ -26,7 +28,10 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@$(BOOT) setup
 
-lab: setup
+$(LAB_STAMP): pyproject.toml
+	@$(BOOT) setup-lab
+
+lab: $(LAB_STAMP)
 	@$(BOOT) $(if $(PORT),--port $(PORT)) --no-setup lab -- $(LAB_ARGS)
 
 test: setup unit notebooks
@@ -45,7 +50,7 @@ exercises: setup
 	$(PY) -m graphcourse.build_exercises --execute
 
 # Your own copy of the exercises in my-work/ (made once, never overwritten; new exercises merged in).
-my-exercises: setup
+my-exercises: $(LAB_STAMP)
 	$(PY) -m graphcourse.mycopy
 
 # Every wheel the course needs, for a room without network: copy the course folder with

@@ -3,7 +3,8 @@
 
     python3 bootstrap.py lab            # set up .venv/, make your exercises copy, open JupyterLab
     python3 bootstrap.py test           # set up .venv/, then run every test
-    python3 bootstrap.py setup          # only set up .venv/
+    python3 bootstrap.py setup          # only set up .venv/ (with the test tools)
+    python3 bootstrap.py setup-lab      # only set up .venv/ for learning (no test tools)
     python3 bootstrap.py wheelhouse     # download every wheel the course needs into wheelhouse/
     python3 bootstrap.py my-exercises   # make (or update) your own copy in my-work/
 
@@ -34,7 +35,8 @@ DEFAULT_TORCH = "torch==2.13.0"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 DEFAULT_PORT = 8888
 FIRST_PAGE = "notebooks/00_setup_check.ipynb"
-STAMP = ".course-installed"
+STAMP = ".course-installed"          # everything: the course, its tools and the test tools
+LAB_STAMP = ".course-installed-lab"  # what a learner needs: the course and its tools
 
 
 def say(message):
@@ -135,15 +137,21 @@ def pip(python, args, quiet=True):
              "wheelhouse on a machine that has one (make wheelhouse) and copy it here." % (code, " ".join(cmd)))
 
 
-def setup(venv, torch_spec=None, wheels=None):
-    """Create the virtual environment if missing, install torch if missing, then the course."""
+def _fresh(venv, name):
+    stamp = os.path.join(venv, name)
+    return os.path.exists(stamp) and os.path.getmtime(stamp) >= os.path.getmtime(os.path.join(ROOT, "pyproject.toml"))
+
+
+def setup(venv, torch_spec=None, wheels=None, dev=True):
+    """Create the virtual environment if missing, install torch if missing, then the course.
+
+    dev=True (make test) adds the test tools (pyproject's dev extra: hypothesis, playwright);
+    a learner's `make lab` leaves them out (playwright alone is about 170 MB).
+    """
     check_python()
     venv = os.path.abspath(venv)
     python = venv_python(venv)
-    stamp = os.path.join(venv, STAMP)
-    pyproject = os.path.join(ROOT, "pyproject.toml")
-    if os.path.exists(stamp) and os.path.getmtime(stamp) >= os.path.getmtime(pyproject) \
-            and os.path.exists(python):
+    if os.path.exists(python) and (_fresh(venv, STAMP) or (not dev and _fresh(venv, LAB_STAMP))):
         return python
     if not os.path.exists(python):
         say("Creating the virtual environment in %s/" % os.path.relpath(venv, ROOT))
@@ -167,9 +175,10 @@ def setup(venv, torch_spec=None, wheels=None):
             args, why = torch_choice(torch_spec)
         say("Installing " + why + " (once)")
         pip(python, offline + args)
-    say("Installing the course and its tools into %s/" % os.path.relpath(venv, ROOT))
-    pip(python, offline + ["-e", ".[dev]"])
-    with open(stamp, "w") as f:
+    say("Installing the course and its tools%s into %s/" % (" (and the test tools)" if dev else "",
+                                                          os.path.relpath(venv, ROOT)))
+    pip(python, offline + ["-e", ".[dev]" if dev else "."])
+    with open(os.path.join(venv, STAMP if dev else LAB_STAMP), "w") as f:
         f.write("installed\n")
     return python
 
@@ -258,7 +267,7 @@ def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False)
         if not os.path.exists(python):
             fail("no virtual environment in %s: run make setup (or python3 bootstrap.py setup)" % venv)
     else:
-        python = setup(venv, torch_spec, wheels)
+        python = setup(venv, torch_spec, wheels, dev=False)
     port = pick_port(port)
     subprocess.call([python, "-m", "graphcourse.mycopy", "--quiet"], cwd=ROOT)
     say("Opening the course: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
@@ -289,7 +298,7 @@ def test(venv, torch_spec=None, wheels=None):
 def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(prog="python3 bootstrap.py", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["setup", "lab", "test", "wheelhouse", "my-exercises", "which-torch"])
+    parser.add_argument("command", choices=["setup", "setup-lab", "lab", "test", "wheelhouse", "my-exercises", "which-torch"])
     parser.add_argument("--venv", default=os.environ.get("VENV", os.path.join(ROOT, ".venv")))
     parser.add_argument("--port", type=int, default=int(os.environ["PORT"]) if os.environ.get("PORT") else None)
     parser.add_argument("--torch", default=os.environ.get("TORCH") or None,
@@ -308,11 +317,11 @@ def main(argv=None):
         say(torch_choice(args.torch)[1])
         return 0
     wheels = wheelhouse_dir(args.wheelhouse)
-    if args.command == "setup":
-        setup(args.venv, args.torch, wheels)
+    if args.command in ("setup", "setup-lab"):
+        setup(args.venv, args.torch, wheels, dev=args.command == "setup")
         return 0
     if args.command == "my-exercises":
-        python = setup(args.venv, args.torch, wheels)
+        python = setup(args.venv, args.torch, wheels, dev=False)
         return subprocess.call([python, "-m", "graphcourse.mycopy"], cwd=ROOT)
     if args.command == "lab":
         return lab(args.venv, args.port, args.lab_args, args.torch, wheels, args.no_setup)

@@ -6,7 +6,7 @@ picks the CPU build of torch on Linux without an NVIDIA GPU and says why; a too-
 refused with a message naming the fix. The learner's copy of the exercises is made once and
 never overwritten: new exercises are merged in, answers untouched.
 
-Tests start `make -o .venv/.course-installed lab`: they run inside an environment that is set up
+Tests start `make -o .venv/.course-installed-lab lab`: they run inside an environment that is set up
 already (`make test` sets it up first), and must never reinstall it.
 """
 
@@ -58,7 +58,7 @@ def _stop(proc: subprocess.Popen) -> None:
 def test_make_lab_serves_the_whole_course_and_opens_lesson_00(tmp_path):
     port, token = free_port(), secrets.token_hex(16)
     proc = subprocess.Popen(
-        ["make", "-s", "-o", ".venv/.course-installed", "lab", f"PORT={port}",
+        ["make", "-s", "-o", ".venv/.course-installed-lab", "lab", f"PORT={port}",
          f"LAB_ARGS=--no-browser --IdentityProvider.token={token}"],
         cwd=ROOT, env=_lab_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
@@ -94,7 +94,7 @@ def test_make_lab_says_so_when_the_port_is_taken():
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        result = subprocess.run(["make", "-s", "-o", ".venv/.course-installed", "lab", f"PORT={port}"],
+        result = subprocess.run(["make", "-s", "-o", ".venv/.course-installed-lab", "lab", f"PORT={port}"],
                                 cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert f"port {port} is already in use" in result.stderr
