@@ -273,6 +273,10 @@ def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False)
     say("Opening the course: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
         "  Your exercises copy is my-work/; the lessons are in notebooks/." % (port, FIRST_PAGE))
     cmd = lab_command(python, port, extra)
+    if os.name == "posix":  # become JupyterLab: Ctrl-C and a kill reach it, nothing is left behind
+        os.chdir(ROOT)
+        sys.stdout.flush()
+        os.execv(python, cmd)
     try:
         return subprocess.call(cmd, cwd=ROOT)
     except KeyboardInterrupt:
