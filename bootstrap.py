@@ -203,7 +203,11 @@ def wheelhouse(folder, torch_spec=None, platforms=()):
     if torch_spec:
         torch_args = torch_spec.split()
     else:
-        torch_args, why = torch_choice(None)
+        system = None
+        if platforms:  # wheels for another machine: choose torch for its system, not this one's
+            system = ("Darwin" if platforms[0].startswith("macosx") else
+                      "Windows" if platforms[0].startswith("win") else "Linux")
+        torch_args, why = torch_choice(None, system=system, gpu=False if platforms else None)
         say("torch: " + why)
     base = [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", folder]
     for plat in platforms:
