@@ -258,7 +258,10 @@ def lab_server(workdir: Path | None = None, layout: str = "copies") -> Iterator[
     else:
         _link_repo_folders(root)
     settings_dir = home / "lab-user-settings"
-    for rel, value in LAB_SETTINGS.items():
+    settings = dict(LAB_SETTINGS)
+    if layout == "course":  # JupyterLab's default windowing, as a learner has it: long lessons open faster
+        settings.pop("@jupyterlab/notebook-extension/tracker.jupyterlab-settings")
+    for rel, value in settings.items():
         path = settings_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))

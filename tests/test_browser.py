@@ -191,6 +191,11 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
     import time
 
     lessons = sorted(p.name for p in (course_lab.root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    t0, timings = time.monotonic(), {}
+
+    def lap(what):
+        timings[what] = round(time.monotonic() - t0, 1)
+
     page = browser.new_page()
     nb = bs.NotebookPage(page=page, path=f"notebooks/{lessons[0]}")
     try:
@@ -221,6 +226,7 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
         now_open(f"notebooks/{lessons[-1]}", "back to the last lesson")
         click_nav("Contents")
         now_open("README.md", "the Contents link")
+        lap("every lesson, the exercises and the README by their links")
         course_lab.shutdown_kernels()
 
         # 3. the learner's own copy, from the file browser: my-work/06_exercises.ipynb
@@ -244,8 +250,10 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
         page.keyboard.press("Control+a")
         page.keyboard.insert_text(ANSWER_EX01)
 
+        lap("my copy open, answer typed")
         # 5. self-check: Run All runs the answer and its checks (it stops at the next, unanswered stub)
-        state = nb.run_all()
+        nb.run_all()
+        lap("run all")
         cells = page.evaluate(_JS_CELLS, mine)["cells"]
         for c in [cells[answer["index"]]] + [cells[c["index"]] for c in checks]:
             assert c["count"] is not None and not c["errors"], f"ex01 cell {c['index']}: {c['errors']}"
@@ -278,6 +286,8 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
                                  "--report", str(report_path), "--quiet"],
                                 cwd=bs.REPO, capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        lap("saved and graded")
+        print(f"new learner's journey, seconds since start: {timings}")
         report = json.loads(report_path.read_text())
         ex01 = _find_marks(report, "ex01_bucket_picker")
         assert ex01 and ex01["status"] == "passed" and ex01["points"] == ex01["max"] > 0, ex01
