@@ -218,3 +218,19 @@ def test_an_unreadable_copy_is_left_alone(tmp_path):
 def test_my_work_is_ignored_by_git():
     result = subprocess.run(["git", "check-ignore", "-q", "my-work/06_exercises.ipynb"], cwd=ROOT)
     assert result.returncode == 0, "my-work/ must be git-ignored, so no pull or update touches it"
+
+
+def test_gpu_detection_sees_a_native_driver_and_wsl(monkeypatch):
+    """An NVIDIA GPU is seen through /proc/driver/nvidia (Linux), WSL's /usr/lib/wsl/lib/nvidia-smi, or nvidia-smi on PATH."""
+    import os.path
+    import shutil as _shutil
+
+    for present, which, expected in [
+        ({"/proc/driver/nvidia"}, None, True),
+        ({"/usr/lib/wsl/lib/nvidia-smi"}, None, True),
+        (set(), "/usr/bin/nvidia-smi", True),
+        (set(), None, False),
+    ]:
+        monkeypatch.setattr(os.path, "exists", lambda p, present=present: p in present)
+        monkeypatch.setattr(_shutil, "which", lambda name, which=which: which)
+        assert bootstrap.has_nvidia_gpu() is expected, (present, which)
