@@ -251,14 +251,13 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
         page.keyboard.insert_text(ANSWER_EX01)
 
         lap("my copy open, answer typed")
-        # 5. self-check: Run All runs the answer and its checks (it stops at the next, unanswered stub)
+        # 5. self-check: Run All runs the answer and its checks, which pass
         nb.run_all()
         lap("run all")
         cells = page.evaluate(_JS_CELLS, mine)["cells"]
         for c in [cells[answer["index"]]] + [cells[c["index"]] for c in checks]:
             assert c["count"] is not None and not c["errors"], f"ex01 cell {c['index']}: {c['errors']}"
-        stubs = [e for c in cells for e in c["errors"] if "NotImplementedError" in e]
-        assert stubs, "the next exercise's stub stops Run All, as the learner will see"
+        # (where a check cell calls the next, unanswered stub, NotImplementedError stops Run All there)
         if importlib.util.find_spec("graphcourse.selfcheck"):  # the exercises' self-check, where built
             page.keyboard.press("Escape")
             page.evaluate("""(p) => { const app = window.jupyterapp;
