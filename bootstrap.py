@@ -35,6 +35,9 @@ DEFAULT_TORCH = "torch==2.13.0"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 DEFAULT_PORT = 8888
 FIRST_PAGE = "notebooks/00_setup_check.ipynb"
+# JupyterLab defaults for the course (overrides.json): the README and other markdown open
+# rendered, so a lesson's "Contents" link shows the course index with working links.
+LAB_SETTINGS_DIR = os.path.join(ROOT, "graphcourse", "lab_settings")
 STAMP = ".course-installed"          # everything: the course, its tools and the test tools
 LAB_STAMP = ".course-installed-lab"  # what a learner needs: the course and its tools
 
@@ -260,7 +263,8 @@ def lab_command(python, port, extra=()):
     """The JupyterLab command line: the repository root served, lesson 00 opened first."""
     cmd = [python, "-m", "jupyterlab", "--ServerApp.root_dir=" + ROOT, "--ip=127.0.0.1",
            "--port=%d" % port, "--ServerApp.port_retries=0",
-           "--LabApp.default_url=/lab/tree/" + FIRST_PAGE]
+           "--LabApp.default_url=/lab/tree/" + FIRST_PAGE,
+           "--LabApp.app_settings_dir=" + LAB_SETTINGS_DIR]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # containers and CI run as root; JupyterLab refuses without this
     return cmd + list(extra)

@@ -296,6 +296,8 @@ def lab_server(workdir: Path | None = None, layout: str = "copies") -> Iterator[
         # window.jupyterapp: lets the test read the notebook model and the kernel state
         "--LabApp.expose_app_in_browser=True",
     ]
+    if layout == "course":  # the JupyterLab defaults `make lab` gives (bootstrap.LAB_SETTINGS_DIR)
+        cmd.append(f"--LabApp.app_settings_dir={REPO / 'graphcourse' / 'lab_settings'}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log_path = workdir / "jupyterlab.log"

@@ -226,6 +226,11 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
         now_open(f"notebooks/{lessons[-1]}", "back to the last lesson")
         click_nav("Contents")
         now_open("README.md", "the Contents link")
+        # it opens rendered (make lab's default viewer for markdown), and its links lead on
+        readme = page.locator(".jp-RenderedMarkdown").filter(has_text="Quick start").first
+        readme.wait_for(timeout=bs.PAGE_LOAD_S * 1000)
+        readme.locator("a").filter(has_text="The big idea").first.click()
+        now_open(f"notebooks/{lessons[1]}", "the README's link to lesson 01")
         lap("every lesson, the exercises and the README by their links")
         course_lab.shutdown_kernels()
 
