@@ -85,6 +85,12 @@ def test_make_lab_serves_the_whole_course_and_opens_lesson_00(tmp_path):
         assert "01_the_big_idea.ipynb" in listing("notebooks")
         assert "capture.py" in listing("toygraph"), "the toygraph source the lessons invite learners to read"
         assert "06_exercises.ipynb" in listing("my-work"), "make lab makes the learner's copy"
+        plugin = "@jupyterlab/docmanager-extension:plugin"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab/api/settings/{plugin}?token={token}",
+                                    timeout=10) as response:
+            settings = json.loads(response.read())
+        viewers = settings["schema"]["properties"]["defaultViewers"]["default"]
+        assert viewers.get("markdown") == "Markdown Preview", "README and other markdown open rendered"
     finally:
         _stop(proc)
 
