@@ -443,19 +443,20 @@ def load_timings() -> dict:
     return json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
 
 
-def measure(paths: list[Path], log=print) -> dict:
+def measure(paths: list[Path]) -> dict:
     """Run each lesson top to bottom on this machine, in memory (nothing is written), and time it."""
     from nbclient import NotebookClient
+    from tqdm import tqdm
 
     out = {}
-    for path in paths:
+    for path in tqdm(paths, desc="timing lessons", unit="lesson"):
         nb = nbformat.read(path, as_version=4)  # executed in memory; the lesson on disk is not written
         start = time.perf_counter()
         NotebookClient(nb, timeout=900, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute()
         seconds = time.perf_counter() - start
         out[path.name] = {"cpu_s": round(seconds, 1)}
-        log(f"{path.name}: {seconds:.1f} s")
+        tqdm.write(f"{path.name}: {seconds:.1f} s")
     import os
     out["_measured"] = {"machine": f"{os.cpu_count()}-core {platform.machine()} CPU, no GPU, "
                                    f"Python {platform.python_version()}",
