@@ -1,31 +1,38 @@
 # The course in two commands: `make lab` and `make test`. Both set everything up first.
+# The set-up itself is bootstrap.py (Python's standard library only), so that
+# `python3 bootstrap.py lab` does the same where `make` is missing (Windows without WSL).
 PYTHON ?= python3
 VENV   ?= .venv
-# The torch build to install when the environment has none. The default is what CI uses;
-# on a laptop, `make lab TORCH="torch --index-url https://download.pytorch.org/whl/cpu"`
-# takes a small CPU build, and a GPU machine may keep the CUDA build it already has.
-TORCH  ?= torch==2.13.0
+# The torch to install when the environment has none, as pip arguments. Empty: bootstrap.py
+# chooses (the CPU build on Linux without an NVIDIA GPU, PyPI's build elsewhere);
+# `python3 bootstrap.py which-torch` says what it would take here.
+TORCH  ?=
+# Empty: 8888, or the next free port when 8888 is taken. Given: that port, or a clear error.
+PORT   ?=
+# A folder of wheels to install from without network (`make wheelhouse` builds ./wheelhouse,
+# which is used by default when present).
+WHEELHOUSE ?=
 PY     := $(VENV)/bin/python
+# Two stamps: everything with the test tools (make test), or what a learner needs (make lab).
 STAMP  := $(VENV)/.course-installed
-PORT   ?= 8888
+LAB_STAMP := $(VENV)/.course-installed-lab
 LAB_ARGS ?=
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+BOOT   = $(PYTHON) bootstrap.py --venv $(VENV) $(if $(TORCH),--torch "$(TORCH)") \
+         $(if $(WHEELHOUSE),--wheelhouse "$(WHEELHOUSE)")
 
-.PHONY: setup lab test unit notebooks browser exercises bench clean-venv
+.PHONY: setup lab test unit notebooks browser exercises my-exercises wheelhouse slides instructor \
+        instructor-timings nav bench clean-venv
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "This course needs Python 3.11 or newer; found " + sys.version.split()[0] + ". Run: make PYTHON=python3.12 ...")'
-	@test -x $(PY) || { echo "Creating the virtual environment in $(VENV)/"; $(PYTHON) -m venv $(VENV); }
-	@$(PY) -c 'import torch' 2>/dev/null || { echo "Installing $(TORCH) (once)"; $(PY) -m pip install -q "$(TORCH)"; }
-	@echo "Installing the course and its tools into $(VENV)/"
-	@$(PY) -m pip install -q -e ".[dev]"
-	@touch $(STAMP)
+	@$(BOOT) setup
 
-lab: setup
-	@echo "Opening the course: JupyterLab on notebooks/ (Ctrl-C to stop)"
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
+$(LAB_STAMP): pyproject.toml
+	@$(BOOT) setup-lab
+
+lab: $(LAB_STAMP)
+	@$(BOOT) $(if $(PORT),--port $(PORT)) --no-setup lab -- $(LAB_ARGS)
 
 test: setup unit notebooks
 
@@ -41,6 +48,32 @@ browser: setup
 
 exercises: setup
 	$(PY) -m graphcourse.build_exercises --execute
+
+# Your own copy of the exercises in my-work/ (made once, never overwritten; new exercises merged in).
+my-exercises: $(LAB_STAMP)
+	$(PY) -m graphcourse.mycopy
+
+# Every wheel the course needs, for a room without network: copy the course folder with
+# wheelhouse/ to each laptop; `make lab` there installs from it.
+wheelhouse:
+	@$(PYTHON) bootstrap.py $(if $(TORCH),--torch "$(TORCH)") --wheelhouse $(or $(WHEELHOUSE),wheelhouse) wheelhouse
+
+# Slides from the lessons' cell metadata (reveal.js, nbconvert), into build/slides/.
+slides: setup
+	$(PY) -m graphcourse.slides --build build/slides
+
+# The instructor kit in docs/instructor/, regenerated from the lessons.
+instructor: setup
+	$(PY) -m graphcourse.instructor
+
+# Re-measure how long each lesson takes to run (CPU, nbclient), then regenerate the kit.
+instructor-timings: setup
+	$(PY) -m graphcourse.instructor --measure
+
+# Navigation lines, Colab links and Colab set-up cells, and slide marks in every lesson.
+nav: setup
+	$(PY) -m graphcourse.nav
+	$(PY) -m graphcourse.slides
 
 bench: setup
 	$(PY) -m graphcourse.bench --out data/gpu_reference.json

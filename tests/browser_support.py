@@ -225,16 +225,43 @@ def _link_repo_folders(root: Path) -> None:
             (root / item.name).symlink_to(item, target_is_directory=True)
 
 
+def _course_layout(root: Path) -> None:
+    """<root> laid out as `make lab` serves the repository: README.md, the lessons and the
+    exercises as COPIES (a learner's clicks and saves never reach the repository), the packages
+    and data as links, and the learner's own copy my-work/06_exercises.ipynb made by
+    graphcourse.mycopy, as `make lab` makes it."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "README.md", root / "README.md")
+    for folder in ("notebooks", "exercises"):
+        (root / folder).mkdir()
+        for nb in (REPO / folder).glob("*.ipynb"):
+            shutil.copy(nb, root / folder / nb.name)
+    for folder in ("toygraph", "graphcourse", "data", "docs"):
+        (root / folder).symlink_to(REPO / folder, target_is_directory=True)
+    subprocess.run([sys.executable, "-m", "graphcourse.mycopy", "--source", str(root / "exercises"),
+                    "--to", str(root / "my-work")], cwd=REPO, check=True, capture_output=True)
+
+
 @contextlib.contextmanager
-def lab_server(workdir: Path | None = None) -> Iterator[LabServer]:
-    """Start JupyterLab on a temporary root; stop it (and its kernels) whatever happens."""
+def lab_server(workdir: Path | None = None, layout: str = "copies") -> Iterator[LabServer]:
+    """Start JupyterLab on a temporary root; stop it (and its kernels) whatever happens.
+
+    layout "copies": an empty notebooks/ for add_notebook() beside links to the repository's
+    folders; "course": the repository as `make lab` serves it (see _course_layout).
+    """
     own_tmp = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="browser-lab-")) if own_tmp else Path(workdir)
     root, home = workdir / "root", workdir / "jupyter-home"
     root.mkdir(parents=True)
-    _link_repo_folders(root)
+    if layout == "course":
+        _course_layout(root)
+    else:
+        _link_repo_folders(root)
     settings_dir = home / "lab-user-settings"
-    for rel, value in LAB_SETTINGS.items():
+    settings = dict(LAB_SETTINGS)
+    if layout == "course":  # JupyterLab's default windowing, as a learner has it: long lessons open faster
+        settings.pop("@jupyterlab/notebook-extension/tracker.jupyterlab-settings")
+    for rel, value in settings.items():
         path = settings_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
@@ -269,6 +296,8 @@ def lab_server(workdir: Path | None = None) -> Iterator[LabServer]:
         # window.jupyterapp: lets the test read the notebook model and the kernel state
         "--LabApp.expose_app_in_browser=True",
     ]
+    if layout == "course":  # the JupyterLab defaults `make lab` gives (bootstrap.LAB_SETTINGS_DIR)
+        cmd.append(f"--LabApp.app_settings_dir={REPO / 'graphcourse' / 'lab_settings'}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log_path = workdir / "jupyterlab.log"

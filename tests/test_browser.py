@@ -35,6 +35,7 @@ Budget: about 10-20 s per notebook on a 2-core machine; each step has its own ti
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -113,3 +114,195 @@ def test_lesson_slider_redraws_in_browser(lab, browser, lesson, tmp_path):
     report = bs.check_lesson(browser, lab, notebook, shots)
     assert report["text"][0] != report["text"][1]
     assert report["images"][0] != report["images"][1]
+
+
+# --------------------------------------------------------------------------------------
+# The new learner of issue 11's "Done when": README -> make lab -> every lesson -> the
+# exercises -> an answer in their own copy -> self-check -> grade.
+# --------------------------------------------------------------------------------------
+
+ANSWER_EX01 = '''def pick_bucket(batch_size, buckets):
+    fits = [b for b in buckets if b >= batch_size]
+    return min(fits) if fits else None
+
+
+def pad_batch(batch, size, pad_value=0):
+    if len(batch) > size:
+        raise ValueError(f"a batch of {len(batch)} rows does not fit in {size}")
+    return list(batch) + [pad_value] * (size - len(batch))
+'''
+
+_JS_CURRENT = """() => {
+  const app = window.jupyterapp;
+  const w = app && app.shell.currentWidget;
+  return w && w.context ? w.context.path : null;
+}"""
+
+# The cells of the notebook open at `path`: id, type, role/exercise, count, errors, output text.
+_JS_CELLS = """(path) => {
+  const app = window.jupyterapp;
+  for (const w of app.shell.widgets('main')) {
+    if (!(w.context && w.context.path === path && w.content && w.content.model)) continue;
+    const out = [];
+    const cells = w.content.model.cells;
+    for (let i = 0; i < cells.length; i++) {
+      const c = cells.get(i);
+      const meta = c.getMetadata ? (c.getMetadata('graphcourse') || {}) : {};
+      const outs = c.type === 'code' ? c.outputs.toJSON() : [];
+      out.push({index: i, type: c.type, exercise: meta.exercise || null, role: meta.role || null,
+                count: c.type === 'code' ? c.executionCount : null,
+                errors: outs.filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue),
+                text: outs.map(o => (o.text || '') + ((o.data && o.data['text/plain']) || '')).join('')});
+    }
+    return {dirty: w.context.model.dirty, cells: out,
+            kernel: w.sessionContext.session && w.sessionContext.session.kernel
+                    ? w.sessionContext.session.kernel.status : null};
+  }
+  return null;
+}"""
+
+
+def _find_marks(report, exercise):
+    """The {points, max, status, ...} of `exercise` wherever the grader's report nests it."""
+    if isinstance(report, dict):
+        mark = report.get(exercise)
+        if isinstance(mark, dict) and "points" in mark:
+            return mark
+        for value in report.values():
+            found = _find_marks(value, exercise)
+            if found:
+                return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def course_lab(tmp_path_factory):
+    """JupyterLab serving the course as `make lab` does (copies of it, in a temporary folder)."""
+    with bs.lab_server(tmp_path_factory.mktemp("course"), layout="course") as server:
+        yield server
+
+
+def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_lab, browser, tmp_path):
+    import importlib.util
+    import json
+    import re
+    import subprocess
+    import sys
+    import time
+
+    lessons = sorted(p.name for p in (course_lab.root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    t0, timings = time.monotonic(), {}
+
+    def lap(what):
+        timings[what] = round(time.monotonic() - t0, 1)
+
+    page = browser.new_page()
+    nb = bs.NotebookPage(page=page, path=f"notebooks/{lessons[0]}")
+    try:
+        # 1. `make lab` opens on lesson 00 (its default_url); the README's "start with 00" holds
+        nb.open(course_lab.notebook_url(f"notebooks/{lessons[0]}"))
+
+        def now_open(path, what):
+            return nb._poll(what, bs.PAGE_LOAD_S,
+                            lambda: (lambda cur: cur if cur == path else (False, cur))(page.evaluate(_JS_CURRENT)))
+
+        def click_nav(text):
+            panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+            link = panel.locator(".jp-Cell").first.locator(".jp-RenderedMarkdown a").filter(has_text=text)
+            link.first.click()
+
+        # 2. every lesson by its "next →" link, then the exercises from lesson 06
+        seen = [nb.path]
+        for name in lessons[1:]:
+            click_nav("→")
+            now_open(f"notebooks/{name}", f"the next-lesson link to {name}")
+            seen.append(f"notebooks/{name}")
+        click_nav("exercises")
+        now_open("exercises/06_exercises.ipynb", "the graded-exercises link of the last lesson")
+        assert len(seen) == len(lessons)
+        # the Contents link of a lesson opens the README (the course index)
+        page.evaluate("(p) => window.jupyterapp.commands.execute('docmanager:open', {path: p})",
+                      f"notebooks/{lessons[-1]}")
+        now_open(f"notebooks/{lessons[-1]}", "back to the last lesson")
+        click_nav("Contents")
+        now_open("README.md", "the Contents link")
+        # it opens rendered (make lab's default viewer for markdown), and its links lead on
+        readme = page.locator(".jp-RenderedMarkdown").filter(has_text="Quick start").first
+        readme.wait_for(timeout=bs.PAGE_LOAD_S * 1000)
+        readme.locator("a").filter(has_text="The big idea").first.click()
+        now_open(f"notebooks/{lessons[1]}", "the README's link to lesson 01")
+        lap("every lesson, the exercises and the README by their links")
+        course_lab.shutdown_kernels()
+
+        # 3. the learner's own copy, from the file browser: my-work/06_exercises.ipynb
+        page.locator(".jp-BreadCrumbs-home").first.click()
+        page.locator(".jp-DirListing-item").filter(has_text=re.compile(r"^my-work")).first.dblclick()
+        page.locator(".jp-DirListing-item").filter(has_text="06_exercises.ipynb").first.dblclick()
+        mine = "my-work/06_exercises.ipynb"
+        now_open(mine, "opening my own copy")
+        nb.path = mine
+        nb.wait_kernel_idle()
+
+        # 4. answer ex01 in the answer cell, as typed text
+        cells = page.evaluate(_JS_CELLS, mine)["cells"]
+        answer = next(c for c in cells if c["exercise"] == "ex01_bucket_picker" and c["role"] == "answer")
+        checks = [c for c in cells if c["exercise"] == "ex01_bucket_picker" and c["role"] == "check"]
+        assert checks, "ex01 has check cells"
+        panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        editor = panel.locator(".jp-Cell").nth(answer["index"]).locator(".cm-content")
+        editor.scroll_into_view_if_needed()
+        editor.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(ANSWER_EX01)
+
+        lap("my copy open, answer typed")
+        # 5. self-check: Run All runs the answer and its checks, which pass
+        nb.run_all()
+        lap("run all")
+        cells = page.evaluate(_JS_CELLS, mine)["cells"]
+        for c in [cells[answer["index"]]] + [cells[c["index"]] for c in checks]:
+            assert c["count"] is not None and not c["errors"], f"ex01 cell {c['index']}: {c['errors']}"
+        # (where a check cell calls the next, unanswered stub, NotImplementedError stops Run All there)
+        if importlib.util.find_spec("graphcourse.selfcheck"):  # the exercises' self-check, where built
+            page.keyboard.press("Escape")
+            page.evaluate("""(p) => { const app = window.jupyterapp;
+              for (const w of app.shell.widgets('main')) if (w.context && w.context.path === p) {
+                const m = w.content.model; m.sharedModel.insertCell(m.cells.length, {cell_type: 'code',
+                  source: 'from graphcourse.selfcheck import check\\ncheck("ex01_bucket_picker")'});
+                w.content.activeCellIndex = m.cells.length - 1; } }""", mine)
+            page.keyboard.press("Shift+Enter")
+            deadline = time.monotonic() + bs.RUN_ALL_S
+            while time.monotonic() < deadline:
+                last = page.evaluate(_JS_CELLS, mine)["cells"][-1]
+                if last["count"] is not None and (last["text"] or last["errors"]):
+                    break
+                time.sleep(0.5)
+            assert not last["errors"] and re.search(r"pass", last["text"], re.IGNORECASE), last
+
+        # 6. save (Ctrl-S), then grade the saved copy with the course's grader
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+s")
+        nb._poll("saving", 30, lambda: not page.evaluate(_JS_CELLS, mine)["dirty"])
+        saved = (course_lab.root / mine).read_text()
+        assert "fits = [b for b in buckets if b >= batch_size]" in saved
+        report_path = tmp_path / "my_grades.json"
+        result = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(course_lab.root / mine),
+                                 "--report", str(report_path), "--quiet"],
+                                cwd=bs.REPO, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        lap("saved and graded")
+        print(f"new learner's journey, seconds since start: {timings}")
+        report = json.loads(report_path.read_text())
+        ex01 = _find_marks(report, "ex01_bucket_picker")
+        assert ex01 and ex01["status"] == "passed" and ex01["points"] == ex01["max"] > 0, ex01
+        ex02 = _find_marks(report, "ex02_keep_outputs")
+        assert ex02 and ex02["points"] == 0, "an unanswered exercise earns nothing"
+        assert (bs.REPO / "exercises" / "06_exercises.ipynb").read_text() != saved, "the course's copy untouched"
+    except Exception:
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(tmp_path / "learner-failure.png"), full_page=True)
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            page.close()
+        course_lab.shutdown_kernels()

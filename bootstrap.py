@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Set the course up and open it, with Python alone: what `make` does, where `make` is missing.
+
+    python3 bootstrap.py lab            # set up .venv/, make your exercises copy, open JupyterLab
+    python3 bootstrap.py test           # set up .venv/, then run every test
+    python3 bootstrap.py setup          # only set up .venv/ (with the test tools)
+    python3 bootstrap.py setup-lab      # only set up .venv/ for learning (no test tools)
+    python3 bootstrap.py wheelhouse     # download every wheel the course needs into wheelhouse/
+    python3 bootstrap.py my-exercises   # make (or update) your own copy in my-work/
+
+The Makefile calls this script for its set-up, so `make lab` and `python3 bootstrap.py lab`
+do the same. Options: --port N, --venv DIR, --torch "SPEC [pip options]", --wheelhouse DIR
+(or the environment variables PORT, VENV, TORCH, WHEELHOUSE). Standard library only, and
+written so that an old Python can still read it far enough to say it is too old.
+
+Which torch: a torch already in the environment is kept. Otherwise, on Linux (and WSL)
+without an NVIDIA GPU (no nvidia-smi, no /proc/driver/nvidia), the small CPU build from
+PyTorch's CPU wheel index; with a GPU, or on macOS and Windows, the default build from PyPI
+(CUDA on Linux). With a wheelhouse/ folder (see `wheelhouse`), everything installs from it
+and nothing is downloaded.
+"""
+
+from __future__ import print_function
+
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+
+MIN_PYTHON = (3, 11)
+ROOT = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TORCH = "torch==2.13.0"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+DEFAULT_PORT = 8888
+FIRST_PAGE = "notebooks/00_setup_check.ipynb"
+# JupyterLab defaults for the course (overrides.json): the README and other markdown open
+# rendered, so a lesson's "Contents" link shows the course index with working links.
+LAB_SETTINGS_DIR = os.path.join(ROOT, "graphcourse", "lab_settings")
+STAMP = ".course-installed"          # everything: the course, its tools and the test tools
+LAB_STAMP = ".course-installed-lab"  # what a learner needs: the course and its tools
+
+
+def say(message):
+    print(message)
+    sys.stdout.flush()
+
+
+def fail(message, code=2):
+    sys.stderr.write("error: " + message + "\n")
+    sys.exit(code)
+
+
+def check_python(python_version=None):
+    """Stop with a clear message on a Python older than the course needs."""
+    version = python_version or sys.version_info[:3]
+    if tuple(version[:2]) < MIN_PYTHON:
+        fail("this course needs Python %d.%d or newer; this is Python %s (%s).\n"
+             "  Install a newer Python (python.org, your package manager, pyenv or conda), then run\n"
+             "  make lab PYTHON=python3.12   or   python3.12 bootstrap.py lab"
+             % (MIN_PYTHON + (".".join(str(v) for v in version), sys.executable)))
+
+
+def venv_python(venv):
+    """The Python inside a virtual environment (bin/ on Linux and macOS, Scripts\\ on Windows)."""
+    if os.name == "nt":
+        return os.path.join(venv, "Scripts", "python.exe")
+    return os.path.join(venv, "bin", "python")
+
+
+def has_nvidia_gpu():
+    """True where an NVIDIA driver is visible: nvidia-smi on PATH (also WSL's), or /proc/driver/nvidia."""
+    if os.path.exists("/proc/driver/nvidia") or os.path.exists("/usr/lib/wsl/lib/nvidia-smi"):
+        return True
+    return shutil.which("nvidia-smi") is not None
+
+
+def is_wsl():
+    try:
+        with open("/proc/version") as f:
+            return "microsoft" in f.read().lower()
+    except OSError:
+        return False
+
+
+def reachable(url, timeout=5.0):
+    """Whether an index answers at all (a room without network, or a closed network, does not)."""
+    try:
+        from urllib.request import urlopen
+        with urlopen(url + "/", timeout=timeout) as response:
+            return response.status < 500
+    except Exception:
+        return False
+
+
+def wheelhouse_dir(given=None):
+    """The wheelhouse to install from: the one given, or ./wheelhouse when it holds wheels; else None."""
+    path = given or os.environ.get("WHEELHOUSE") or os.path.join(ROOT, "wheelhouse")
+    path = os.path.abspath(path)
+    if os.path.isdir(path) and any(n.endswith(".whl") for n in os.listdir(path)):
+        return path
+    if given:
+        fail("the wheelhouse %s holds no wheels. Build it on a machine with network: make wheelhouse" % path)
+    return None
+
+
+def torch_choice(torch_spec=None, gpu=None, system=None, cpu_index_reachable=None):
+    """The pip arguments that install torch here, and a sentence saying why.
+
+    An explicit spec (TORCH=...) is used as given. Otherwise: Linux without an NVIDIA GPU gets
+    the CPU build from PyTorch's CPU index (when that index answers); a GPU machine, macOS and
+    Windows get PyPI's default build for the pinned version.
+    """
+    if torch_spec:
+        return torch_spec.split(), "torch as asked (TORCH=%s)" % torch_spec
+    gpu = has_nvidia_gpu() if gpu is None else gpu
+    system = system or platform.system()
+    if system == "Linux" and not gpu:
+        if cpu_index_reachable is None:
+            cpu_index_reachable = reachable(CPU_INDEX)
+        if cpu_index_reachable:
+            return ([DEFAULT_TORCH, "--index-url", CPU_INDEX],
+                    "the CPU build of %s (no NVIDIA GPU found%s: about 200 MB instead of several GB)"
+                    % (DEFAULT_TORCH, " in WSL" if is_wsl() else ""))
+        return ([DEFAULT_TORCH],
+                "%s from your default index: no NVIDIA GPU found, but PyTorch's CPU index (%s) does not "
+                "answer, so pip takes what your index offers (on plain PyPI that is the large CUDA build; "
+                "a wheelhouse avoids this: make wheelhouse)" % (DEFAULT_TORCH, CPU_INDEX))
+    if gpu:
+        return [DEFAULT_TORCH], "%s with CUDA (an NVIDIA GPU is here)" % DEFAULT_TORCH
+    return [DEFAULT_TORCH], "%s (PyPI's build for %s)" % (DEFAULT_TORCH, system)
+
+
+def pip(python, args, quiet=True):
+    cmd = [python, "-m", "pip", "install"] + (["-q"] if quiet else []) + list(args)
+    code = subprocess.call(cmd, cwd=ROOT)
+    if code != 0:
+        fail("pip failed (exit %d) running: %s\n  Read pip's message above; with no network, build a "
+             "wheelhouse on a machine that has one (make wheelhouse) and copy it here." % (code, " ".join(cmd)))
+
+
+def _fresh(venv, name):
+    stamp = os.path.join(venv, name)
+    return os.path.exists(stamp) and os.path.getmtime(stamp) >= os.path.getmtime(os.path.join(ROOT, "pyproject.toml"))
+
+
+def setup(venv, torch_spec=None, wheels=None, dev=True):
+    """Create the virtual environment if missing, install torch if missing, then the course.
+
+    dev=True (make test) adds the test tools (pyproject's dev extra: hypothesis, playwright);
+    a learner's `make lab` leaves them out (playwright alone is about 170 MB).
+    """
+    check_python()
+    venv = os.path.abspath(venv)
+    python = venv_python(venv)
+    if os.path.exists(python) and (_fresh(venv, STAMP) or (not dev and _fresh(venv, LAB_STAMP))):
+        return python
+    if not os.path.exists(python):
+        say("Creating the virtual environment in %s/" % os.path.relpath(venv, ROOT))
+        code = subprocess.call([sys.executable, "-m", "venv", venv])
+        if code != 0 or not os.path.exists(python):
+            fail("could not create a virtual environment with %s -m venv.\n"
+                 "  On Debian or Ubuntu (and WSL): sudo apt install python3-venv" % sys.executable)
+    offline = []
+    if wheels:
+        offline = ["--no-index", "--find-links", wheels]
+        say("Installing from the wheelhouse %s (no network needed)" % wheels)
+    has_torch = subprocess.call([python, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL) == 0
+    if has_torch:
+        say("Keeping the torch already in %s/" % os.path.relpath(venv, ROOT))
+    else:
+        if wheels:
+            args, why = (torch_spec.split() if torch_spec else [DEFAULT_TORCH]), "torch from the wheelhouse"
+            args = [a for a in args if a not in ("--index-url", CPU_INDEX)]
+        else:
+            args, why = torch_choice(torch_spec)
+        say("Installing " + why + " (once)")
+        pip(python, offline + args)
+    say("Installing the course and its tools%s into %s/" % (" (and the test tools)" if dev else "",
+                                                          os.path.relpath(venv, ROOT)))
+    pip(python, offline + ["-e", ".[dev]" if dev else "."])
+    with open(os.path.join(venv, STAMP if dev else LAB_STAMP), "w") as f:
+        f.write("installed\n")
+    return python
+
+
+def requirements():
+    """Every requirement the course installs: build system, dependencies and the dev extra (from pyproject.toml).
+
+    Not the instructors' `slides` extra: whoever builds the wheelhouse has network to install it."""
+    import tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)
+    reqs = list(project["build-system"]["requires"]) + ["wheel", "pip"]
+    reqs += [r for r in project["project"]["dependencies"] if not r.startswith("torch")]
+    reqs += project["project"].get("optional-dependencies", {}).get("dev", [])  # make test offline too
+    return reqs
+
+
+def wheelhouse(folder, torch_spec=None, platforms=()):
+    """Download every wheel the course needs into folder, for `make lab` in a room without network."""
+    check_python()
+    folder = os.path.abspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    if torch_spec:
+        torch_args = torch_spec.split()
+    else:
+        system = None
+        if platforms:  # wheels for another machine: choose torch for its system, not this one's
+            system = ("Darwin" if platforms[0].startswith("macosx") else
+                      "Windows" if platforms[0].startswith("win") else "Linux")
+        torch_args, why = torch_choice(None, system=system, gpu=False if platforms else None)
+        say("torch: " + why)
+    base = [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", folder]
+    for plat in platforms:
+        base += ["--platform", plat]
+    if platforms:
+        base += ["--python-version", "%d.%d" % sys.version_info[:2]]
+    say("Downloading torch into %s" % folder)
+    code = subprocess.call(base + torch_args, cwd=ROOT)
+    if code == 0:
+        say("Downloading the course's other packages into %s" % folder)
+        code = subprocess.call(base + requirements(), cwd=ROOT)
+    if code != 0:
+        fail("pip download failed (exit %d); see its message above." % code)
+    wheels = [n for n in os.listdir(folder) if n.endswith(".whl")]
+    size = sum(os.path.getsize(os.path.join(folder, n)) for n in wheels)
+    say("wheelhouse: %d wheels, %.0f MB in %s\n  Copy the course folder with it to each laptop (USB stick, "
+        "a share); `make lab` there installs from it without network." % (len(wheels), size / 1e6, folder))
+    return folder
+
+
+def port_free(port, host="127.0.0.1"):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def pick_port(port=None):
+    """The port to serve on: the one asked for (an error if taken), or 8888, or the next free one after it."""
+    if port is not None:
+        if not port_free(port):
+            fail("port %d is already in use (another JupyterLab, perhaps: its terminal window, or "
+                 "`jupyter server list`). Stop it, or choose another port: make lab PORT=%d   "
+                 "(or python3 bootstrap.py lab --port %d)" % (port, port + 1, port + 1))
+        return port
+    for candidate in range(DEFAULT_PORT, DEFAULT_PORT + 20):
+        if port_free(candidate):
+            if candidate != DEFAULT_PORT:
+                say("Port %d is already in use (another JupyterLab?); using port %d instead." % (DEFAULT_PORT, candidate))
+            return candidate
+    fail("ports %d-%d are all in use: choose a free one with make lab PORT=NNNN" % (DEFAULT_PORT, DEFAULT_PORT + 19))
+
+
+def lab_command(python, port, extra=()):
+    """The JupyterLab command line: the repository root served, lesson 00 opened first."""
+    cmd = [python, "-m", "jupyterlab", "--ServerApp.root_dir=" + ROOT, "--ip=127.0.0.1",
+           "--port=%d" % port, "--ServerApp.port_retries=0",
+           "--LabApp.default_url=/lab/tree/" + FIRST_PAGE,
+           "--LabApp.app_settings_dir=" + LAB_SETTINGS_DIR]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")  # containers and CI run as root; JupyterLab refuses without this
+    return cmd + list(extra)
+
+
+def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False):
+    if no_setup:  # make has set up already (its lab target depends on setup)
+        python = venv_python(os.path.abspath(venv))
+        if not os.path.exists(python):
+            fail("no virtual environment in %s: run make setup (or python3 bootstrap.py setup)" % venv)
+    else:
+        python = setup(venv, torch_spec, wheels, dev=False)
+    port = pick_port(port)
+    subprocess.call([python, "-m", "graphcourse.mycopy", "--quiet"], cwd=ROOT)
+    say("Opening the course: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
+        "  Your exercises copy is my-work/; the lessons are in notebooks/." % (port, FIRST_PAGE))
+    cmd = lab_command(python, port, extra)
+    if os.name == "posix":  # become JupyterLab: Ctrl-C and a kill reach it, nothing is left behind
+        os.chdir(ROOT)
+        sys.stdout.flush()
+        os.execv(python, cmd)
+    try:
+        return subprocess.call(cmd, cwd=ROOT)
+    except KeyboardInterrupt:
+        return 0
+
+
+def test(venv, torch_spec=None, wheels=None):
+    python = setup(venv, torch_spec, wheels)
+    steps = [
+        [python, "-m", "graphcourse.build_exercises", "--check"],
+        [python, "-m", "pytest", "-q", "tests"],
+        [python, "-m", "pytest", "-q", "-p", "no:randomly", "--nbval", "--nbval-current-env",
+         "--nbval-sanitize-with", "nbval-sanitize.cfg", "notebooks", "solutions"],
+    ]
+    for cmd in steps:
+        say("+ " + " ".join(os.path.relpath(c, ROOT) if c == python else c for c in cmd))
+        code = subprocess.call(cmd, cwd=ROOT)
+        if code != 0:
+            return code
+    return 0
+
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(prog="python3 bootstrap.py", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["setup", "setup-lab", "lab", "test", "wheelhouse", "my-exercises", "which-torch"])
+    parser.add_argument("--venv", default=os.environ.get("VENV", os.path.join(ROOT, ".venv")))
+    parser.add_argument("--port", type=int, default=int(os.environ["PORT"]) if os.environ.get("PORT") else None)
+    parser.add_argument("--torch", default=os.environ.get("TORCH") or None,
+                        help='the torch to install, as pip arguments, e.g. "torch==2.13.0 --index-url URL"')
+    parser.add_argument("--wheelhouse", default=None, help="install from this folder of wheels (default: ./wheelhouse if present)")
+    parser.add_argument("--platform", action="append", default=[],
+                        help="wheelhouse only: download wheels for another platform (pip download --platform), repeatable")
+    parser.add_argument("--no-setup", action="store_true", help="lab only: use the environment as it is")
+    parser.add_argument("lab_args", nargs="*", help="lab only: extra JupyterLab options, after --")
+    args = parser.parse_args(argv)
+    check_python()
+    if args.command == "wheelhouse":
+        wheelhouse(args.wheelhouse or os.path.join(ROOT, "wheelhouse"), args.torch, args.platform)
+        return 0
+    if args.command == "which-torch":
+        say(torch_choice(args.torch)[1])
+        return 0
+    wheels = wheelhouse_dir(args.wheelhouse)
+    if args.command in ("setup", "setup-lab"):
+        setup(args.venv, args.torch, wheels, dev=args.command == "setup")
+        return 0
+    if args.command == "my-exercises":
+        python = setup(args.venv, args.torch, wheels, dev=False)
+        return subprocess.call([python, "-m", "graphcourse.mycopy"], cwd=ROOT)
+    if args.command == "lab":
+        return lab(args.venv, args.port, args.lab_args, args.torch, wheels, args.no_setup)
+    return test(args.venv, args.torch, wheels)
+
+
+if __name__ == "__main__":
+    if sys.version_info[:2] < MIN_PYTHON:
+        check_python()
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""graphcourse.nav's Colab link and Colab set-up cell: one repository setting, idempotent, inert off Colab."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from graphcourse import nav
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_repository_is_one_setting_in_pyproject(tmp_path):
+    repo, branch = nav.repository()
+    assert repo.startswith("https://github.com/") and branch
+    url = nav.colab_url(ROOT / "notebooks" / "03_real_cuda_graphs.ipynb", repo, branch)
+    assert url == (f"https://colab.research.google.com/github/{repo.removeprefix('https://github.com/')}"
+                   f"/blob/{branch}/notebooks/03_real_cuda_graphs.ipynb")
+    bad = tmp_path / "pyproject.toml"
+    bad.write_text('[project.urls]\nRepository = "https://gitlab.com/x/y"\n')
+    with pytest.raises(ValueError, match="must be a GitHub URL"):
+        nav.repository(bad)
+
+
+def test_colab_cells_are_inserted_once_and_follow_the_setting(tmp_path):
+    path = ROOT / "notebooks" / "01_the_big_idea.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for cell_id in (nav.COLAB_LINK_ID, nav.COLAB_SETUP_ID):  # start from a lesson without them
+        nb.cells = [c for c in nb.cells if c.get("id") != cell_id]
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+    assert nav.colab_cells(nb, path, "https://github.com/a/b", "main") is True
+    assert [c.get("id") for c in nb.cells[1:3]] == [nav.COLAB_LINK_ID, nav.COLAB_SETUP_ID]
+    setup = nb.cells[2]
+    assert setup.execution_count == 1 and setup.outputs == []
+    assert [c.execution_count for c in nb.cells[3:] if c.cell_type == "code"] == [n + 1 for n in counts]
+    assert "https://colab.research.google.com/github/a/b/blob/main/notebooks/01_the_big_idea.ipynb" in nb.cells[1].source
+    assert nav.colab_cells(nb, path, "https://github.com/a/b", "main") is False, "idempotent"
+    assert nav.colab_cells(nb, path, "https://github.com/c/d", "dev") is True
+    assert "github/c/d/blob/dev/" in nb.cells[1].source and '"dev"' in nb.cells[2].source
+    assert all(len(line) <= 100 for line in nb.cells[2].source.splitlines())
+    assert sum(c.get("id") == nav.COLAB_SETUP_ID for c in nb.cells) == 1
+
+
+def test_the_setup_cell_does_nothing_off_colab():
+    source = nav.colab_setup_source(ROOT / "notebooks" / "05_decode_loop.ipynb", "https://github.com/a/b", "main")
+    result = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+
+
+def test_on_colab_it_clones_installs_and_moves_into_the_lesson_folder(monkeypatch):
+    source = nav.colab_setup_source(ROOT / "notebooks" / "05_decode_loop.ipynb", "https://github.com/a/b", "main")
+    calls, moves = [], []
+    colab = types.ModuleType("google.colab")
+    output = types.ModuleType("google.colab.output")
+    output.enable_custom_widget_manager = lambda: calls.append(["widgets"])
+    colab.output = output
+    google = types.ModuleType("google")
+    google.colab = colab
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    monkeypatch.setitem(sys.modules, "google.colab.output", output)
+    monkeypatch.setattr(subprocess, "run", lambda cmd, check=False: calls.append(cmd))
+    import os
+
+    monkeypatch.setattr(os.path, "isdir", lambda p: False)
+    monkeypatch.setattr(os, "chdir", moves.append)
+    before = list(sys.path)
+    try:
+        exec(compile(source, "colab-setup", "exec"), {})
+        assert sys.path[0] == nav.CLONE_DIR
+    finally:
+        sys.path[:] = before
+    assert calls[0][:2] == ["git", "clone"] and "https://github.com/a/b" in calls[0] and "main" in calls[0]
+    assert calls[1][1:] == ["-m", "pip", "install", "-q", "--no-deps", "-e", nav.CLONE_DIR]
+    assert calls[2] == ["widgets"]
+    assert moves == [f"{nav.CLONE_DIR}/notebooks"]
+
+
+def test_nav_on_a_copy_of_the_lessons_is_idempotent(tmp_path, monkeypatch):
+    """The command the lead runs on main: twice in a row, the second run changes nothing."""
+    for name in ("notebooks", "exercises"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    monkeypatch.setattr(nav, "ROOT", tmp_path)
+    monkeypatch.setattr(nav, "lessons", lambda folder=tmp_path / "notebooks": sorted(folder.glob("[0-9][0-9]_*.ipynb")))
+    nav.update()
+    first = {p.name: p.read_bytes() for p in (tmp_path / "notebooks").glob("*.ipynb")}
+    assert nav.update() == [] and nav.update(check=True) == []
+    assert {p.name: p.read_bytes() for p in (tmp_path / "notebooks").glob("*.ipynb")} == first
+    for path in (tmp_path / "notebooks").glob("[0-9][0-9]_*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        assert nb.cells[1].get("id") == nav.COLAB_LINK_ID and nb.cells[2].get("id") == nav.COLAB_SETUP_ID
+        assert all(c.execution_count for c in nb.cells if c.cell_type == "code"), "stored as executed"
