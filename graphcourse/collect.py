@@ -49,6 +49,8 @@ SKIP_DIRS = {"node_modules", "__pycache__", ".ipynb_checkpoints", "site-packages
 MAX_DEPTH = 8
 MAX_ENTRIES = 50_000  # per home: a home with more entries is searched this far only
 _SAFE = re.compile(r"[^\w .()+-]")
+# The exercise builder's metadata, as JSON text: still found in a damaged (truncated) notebook.
+_MARK = re.compile(rb'"graphcourse"\s*:\s*\{\s*"(role|exercise|exercises|generated_by)"')
 
 
 class CollectError(GraphCourseError, RuntimeError):
@@ -213,7 +215,7 @@ def collect_learner(learner: Learner, out: Path, pristine: set[str], max_bytes: 
         try:
             nb = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            if b"graphcourse" in data:  # a damaged exercise notebook: the grader says why
+            if _MARK.search(data):  # a damaged exercise notebook: collected, the grader says why
                 nb = None
             else:
                 learner.skipped.append({"path": rel, "why": "not a readable notebook"})

@@ -54,8 +54,6 @@ import pytest
 
 import browser_support as bs
 
-pytestmark = pytest.mark.browser
-
 REPO = bs.REPO
 HUB_DIR = REPO / "classroom" / "hub"
 COURSEHUB = HUB_DIR / "coursehub.py"
@@ -94,8 +92,6 @@ def _skip_reason() -> str | None:
 
 
 REASON = _skip_reason()
-if REASON:
-    pytest.skip(REASON, allow_module_level=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -273,13 +269,21 @@ def run_in_kernel(nb: bs.NotebookPage, code: str) -> str:
 
 
 def learner_journey(browser, base: str, name: str, password: str, other_home: Path,
-                    answer: tuple[str, str], dest: str, shots: Path) -> dict:
+                    answer: tuple[str, str], dest: str, shots: Path, wrong_password: str) -> dict:
     """Sign in, run lesson 01 in the learner's own copy, check isolation, save an answer."""
     context = bs.new_context(browser)
     page = context.new_page()
     try:
         t0 = time.monotonic()
         page.goto(f"{base}/hub/login", timeout=bs.PAGE_LOAD_S * 1000)
+        # a classmate's password does not open this learner's account
+        page.fill("#username_input", name)
+        page.fill("#password_input", wrong_password)
+        page.click("#login_submit")
+        page.wait_for_load_state()
+        assert "/hub/login" in page.url and page.locator("#password_input").count(), page.url
+        assert "invalid" in page.locator("body").inner_text(timeout=30_000).lower(), (
+            f"{name}: no 'Invalid username or password' after a wrong password")
         page.fill("#username_input", name)
         page.fill("#password_input", password)
         page.click("#login_submit")
@@ -362,6 +366,8 @@ def snapshot(homes: list[Path]) -> dict[str, tuple[str, int]]:
     return out
 
 
+@pytest.mark.browser
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
 def test_class_server_two_learners(tmp_path):
     t_start = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="course-hub-test-"))
@@ -424,7 +430,8 @@ def test_class_server_two_learners(tmp_path):
         with bs.chromium_browser() as browser:
             for name, (other, source, dest) in work.items():
                 reports[name] = learner_journey(browser, base, name, passwords[name], homes[other],
-                                                (exercise, source), dest, tmp_path / "shots")
+                                                (exercise, source), dest, tmp_path / "shots",
+                                                wrong_password=passwords[other])
         for name, report in reports.items():
             seen, home = report["seen"], homes[name]
             assert seen["user"] == name and Path(seen["home"]) == home, seen
@@ -484,3 +491,101 @@ def test_class_server_two_learners(tmp_path):
         if log_path.exists():
             shutil.copy(log_path, tmp_path / "hub.log")  # kept with pytest's temporary files
         shutil.rmtree(root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------
+# graphcourse.collect on its own: what it takes from a home, and what it refuses
+# --------------------------------------------------------------------------------------
+
+from graphcourse import collect as gc  # noqa: E402
+
+
+def _exercise_nb(answer: str) -> str:
+    nb = json.loads((REPO / "exercises" / "06_exercises.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("graphcourse", {}).get("role") == "answer":
+            cell["source"] = answer
+            break
+    return json.dumps(nb)
+
+
+def _state(home: Path) -> dict:
+    return {str(p): (p.read_bytes(), p.lstat().st_mtime_ns) for p in sorted(home.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def test_collect_takes_only_the_learners_own_exercise_notebooks(tmp_path):
+    homes = tmp_path / "homes"
+    ada, bob = homes / "ada", homes / "bob"
+    (ada / "cuda-graphs-course" / "exercises").mkdir(parents=True)
+    (ada / "cuda-graphs-course" / "notebooks").mkdir(parents=True)
+    (bob / "cuda-graphs-course" / "exercises").mkdir(parents=True)
+    answered = ada / "cuda-graphs-course" / "exercises" / "06_exercises.ipynb"
+    answered.write_text(_exercise_nb("x = 1  # ada's answer"))
+    os.utime(answered, (1_700_000_000, 1_700_000_000))
+    renamed = ada / "my copy?.ipynb"
+    renamed.write_text(_exercise_nb("x = 2  # ada's second try"))
+    shutil.copy(REPO / "notebooks" / "01_the_big_idea.ipynb", ada / "cuda-graphs-course" / "notebooks")
+    (ada / ".ipynb_checkpoints").mkdir()
+    (ada / ".ipynb_checkpoints" / "06_exercises-checkpoint.ipynb").write_text(_exercise_nb("old"))
+    # a damaged exercise notebook is collected (the grader says it cannot read it)
+    (ada / "broken.ipynb").write_text(_exercise_nb("x = 0")[:2000])
+    (ada / "notes.ipynb").write_text("not json at all")
+    bobs = bob / "cuda-graphs-course" / "exercises" / "06_exercises.ipynb"
+    bobs.write_text(_exercise_nb("x = 3  # bob's answer"))
+    (ada / "stolen.ipynb").symlink_to(bobs)  # a link to a classmate's work is not followed
+    (ada / "linked").symlink_to(bob / "cuda-graphs-course", target_is_directory=True)
+    os.mkfifo(ada / "pipe.ipynb")  # would block a naive reader
+    shutil.copy(REPO / "exercises" / "06_exercises.ipynb", ada / "handed-out.ipynb")
+    (ada / "huge.ipynb").write_text(_exercise_nb("y = '" + "z" * 300_000 + "'"))
+    before = _state(homes)
+
+    out = tmp_path / "class"
+    learners = gc.from_homes(homes)
+    assert [lr.name for lr in learners] == ["ada", "bob"]
+    manifest = gc.collect(learners, out, max_mb=0.25)
+    files = {lr: [(f["from"], f["to"]) for f in e["files"]] for lr, e in manifest["learners"].items()}
+    assert sorted(files["ada"]) == [("broken.ipynb", "ada/broken.ipynb"),
+                            ("cuda-graphs-course/exercises/06_exercises.ipynb", "ada/06_exercises.ipynb"),
+                            ("my copy?.ipynb", "ada/my copy_.ipynb")]
+    assert files["bob"] == [("cuda-graphs-course/exercises/06_exercises.ipynb", "bob/06_exercises.ipynb")]
+    skipped = {s["path"]: s["why"] for s in manifest["learners"]["ada"]["skipped"]}
+    assert skipped["stolen.ipynb"] == "a symlink (not followed)"
+    assert skipped["pipe.ipynb"] == "not a regular file"
+    assert skipped["handed-out.ipynb"] == "identical to the handed-out notebook"
+    assert "limit" in skipped["huge.ipynb"]
+    assert skipped["notes.ipynb"] == "not a readable notebook"
+    assert not any("checkpoint" in p or p.startswith("linked") for p in skipped)
+    assert (out / "ada" / "06_exercises.ipynb").read_bytes() == answered.read_bytes()
+    assert (out / "ada" / "06_exercises.ipynb").stat().st_mtime == 1_700_000_000  # newest copy wins
+    assert json.loads((out / "collected.json").read_text()) == manifest
+    assert _state(homes) == before, "collect changed a learner's file"
+    assert "nothing to grade" not in gc.summary(manifest)
+
+    with pytest.raises(gc.CollectError, match="never overwritten"):
+        gc.collect(learners, out)  # an earlier collection stays as it is
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+def test_collect_refuses_a_file_the_learner_does_not_own(tmp_path):
+    home = tmp_path / "ada"
+    home.mkdir()
+    (home / "mine.ipynb").write_text(_exercise_nb("x = 1"))
+    planted = home / "planted.ipynb"  # e.g. a hard link to a classmate's notebook
+    planted.write_text(_exercise_nb("x = 2"))
+    os.chown(planted, 54321, 54321)
+    learner = gc.Learner("ada", home, uid=os.getuid())
+    gc.collect([learner], tmp_path / "out")
+    assert [f["from"] for f in learner.files] == ["mine.ipynb"]
+    assert learner.skipped == [{"path": "planted.ipynb", "why": "owned by uid 54321, not by the learner"}]
+
+
+def test_collect_cli_says_what_is_wrong(tmp_path, capsys):
+    assert gc.main(["--users", "no-such-learner-here", "--out", str(tmp_path / "o")]) == 2
+    assert "no user 'no-such-learner-here'" in capsys.readouterr().err
+    assert gc.main(["--group", "no-such-group-here", "--out", str(tmp_path / "o")]) == 2
+    assert "--group" in capsys.readouterr().err
+    (tmp_path / "homes" / "ada").mkdir(parents=True)
+    assert gc.main(["--homes", str(tmp_path / "homes"), "--out", str(tmp_path / "o"), "--grade"]) == 0
+    out = capsys.readouterr().out
+    assert "ada" in out and "nothing to grade" in out
