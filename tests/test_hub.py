@@ -178,6 +178,17 @@ def processes_of(uids: set[int]) -> list[str]:
     return found
 
 
+def rss_mb(uid: int) -> float:
+    """Resident memory of every process of uid, in MB (what a learner costs the machine)."""
+    total = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        with contextlib.suppress(OSError, StopIteration, ValueError, IndexError):
+            lines = status.read_text().splitlines()
+            if int(next(ln for ln in lines if ln.startswith("Uid:")).split()[1]) == uid:
+                total += int(next(ln for ln in lines if ln.startswith("VmRSS:")).split()[1])
+    return total / 1024
+
+
 def alive(pids: list[int]) -> list[str]:
     out = []
     for pid in pids:
@@ -445,6 +456,7 @@ def test_class_server_two_learners(tmp_path):
             assert seen["solutions"] == "denied", f"{name} can read the model answers: {seen}"
 
         # 5. stop everything: the hub takes its proxy and both learners' servers and kernels down
+        memory = {n: round(rss_mb(pwd.getpwnam(n).pw_uid)) for n in names}
         hub_tree = [proc.pid, *bs._descendants(proc.pid)]
         assert processes_of(uids), "no learner process ran while the hub was up?"
         stop(proc)
@@ -474,6 +486,7 @@ def test_class_server_two_learners(tmp_path):
         with open(collected / "grades.csv", newline="") as f:
             assert {a, b} <= {row[0] for row in csv.reader(f)}
         print(f"class server journey: {json.dumps({n: r['timings'] for n, r in reports.items()})}; "
+              f"learners' resident memory after lesson 01 (MB): {memory}; "
               f"total {time.monotonic() - t_start:.0f}s")
     finally:
         if proc is not None:
