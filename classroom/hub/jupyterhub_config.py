@@ -64,6 +64,7 @@ c.JupyterHub.cleanup_proxy = True
 # ---- the proxy: configurable-http-proxy from npm, installed in classroom/hub/node ------------
 c.ConfigurableHTTPProxy.command = [str(coursehub.PROXY)]
 c.ConfigurableHTTPProxy.should_start = True
+c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
 
 # ---- who may sign in -------------------------------------------------------------------------
 c.JupyterHub.authenticator_class = "pam"
