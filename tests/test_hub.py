@@ -6,8 +6,9 @@ One journey, as in a workshop:
    temporary root) with random passwords;
 2. JupyterHub starts from the course's config on 127.0.0.1 (free ports), with its proxy
    (configurable-http-proxy from npm, classroom/hub/node);
-3. each learner signs in through the hub's login page in their own browser context, gets a
-   JupyterLab of their own, opens lesson 01 in their own copy of the course, clears its outputs
+3. each learner is refused with the other's password, signs in through the hub's login page in
+   their own browser context, gets a JupyterLab of their own (the classmate's server's URL
+   answers 403, or 404 while it is not running), opens lesson 01 in their own copy of the course, clears its outputs
    and runs it top to bottom (no cell may end in an error), then, from inside their kernel,
    checks who they are and what they can read: their own copy (and its toygraph) yes, the other
    learner's home and the model answers (solutions/) no;
@@ -286,7 +287,8 @@ def run_in_kernel(nb: bs.NotebookPage, code: str) -> str:
 
 
 def learner_journey(browser, base: str, name: str, password: str, home: Path, other_home: Path,
-                    answer: tuple[str, str], dest: str, shots: Path, wrong_password: str) -> dict:
+                    answer: tuple[str, str], dest: str, shots: Path, wrong_password: str,
+                    refused: dict) -> dict:
     """Sign in, run lesson 01 in the learner's own copy, check isolation, save an answer."""
     context = bs.new_context(browser)
     page = context.new_page()
@@ -306,6 +308,15 @@ def learner_journey(browser, base: str, name: str, password: str, home: Path, ot
         page.click("#login_submit")
         page.wait_for_url(f"**/user/{name}/lab**", timeout=SPAWN_S * 1000)
         spawned = time.monotonic() - t0
+        # the classmate's JupyterLab (running when the second learner signs in) stays closed
+        other = other_home.name
+        response = page.goto(f"{base}/user/{other}/lab", timeout=bs.PAGE_LOAD_S * 1000)
+        page.wait_for_load_state()
+        text = page.locator("body").inner_text(timeout=30_000)
+        status = response.status if response is not None else None
+        assert status in (403, 404) and not page.evaluate("() => !!window.jupyterapp"), (
+            f"{name} opened {other}'s server: {page.url} ({status}) {text[:300]!r}")
+        refused[name] = (status, text.splitlines()[2][:80] if text.count("\n") > 2 else text[:80])
         nb = bs.NotebookPage(page=page, path=LESSON)
         nb.open(f"{base}/user/{name}/lab/tree/{LESSON}?reset")
         nb.wait_kernel_idle(limit_s=SPAWN_S)
@@ -445,12 +456,13 @@ def test_class_server_two_learners(tmp_path):
         exercise, model, stub = first_exercise()
         work = {names[0]: (names[1], model, EXERCISES),
                 names[1]: (names[0], stub + "\n# I could not do it\n", "my-work/06_exercises.ipynb")}
-        reports = {}
+        reports, refused = {}, {}
         with bs.chromium_browser() as browser:
             for name, (other, source, dest) in work.items():
                 reports[name] = learner_journey(
                     browser, base, name, passwords[name], homes[name], homes[other],
-                    (exercise, source), dest, tmp_path / "shots", wrong_password=passwords[other])
+                    (exercise, source), dest, tmp_path / "shots", wrong_password=passwords[other],
+                    refused=refused)
         for name, report in reports.items():
             seen, home = report["seen"], homes[name]
             assert seen["user"] == name and Path(seen["home"]) == home, seen
@@ -495,6 +507,7 @@ def test_class_server_two_learners(tmp_path):
             assert {a, b} <= {row[0] for row in csv.reader(f)}
         print(f"class server journey: {json.dumps({n: r['timings'] for n, r in reports.items()})}; "
               f"learners' resident memory after lesson 01 (MB): {memory}; "
+              f"a classmate's server answered {refused}; "
               f"total {time.monotonic() - t_start:.0f}s")
     finally:
         if proc is not None:
