@@ -8,8 +8,9 @@ One journey, as in a workshop:
    (configurable-http-proxy from npm, classroom/hub/node);
 3. each learner is refused with the other's password, signs in through the hub's login page in
    their own browser context, gets a JupyterLab of their own (the classmate's server's URL
-   answers 403, or 404 while it is not running), opens lesson 01 in their own copy of the course, clears its outputs
-   and runs it top to bottom (no cell may end in an error), then, from inside their kernel,
+   answers 403, or 404 while it is not running), opens lesson 01 in their own copy of the
+   course, clears its outputs and runs it top to bottom (no cell may end in an error, except
+   one tagged raises-exception), then, from inside their kernel,
    checks who they are and what they can read: their own copy (and its toygraph) yes, the other
    learner's home and the model answers (solutions/) no;
 4. one learner answers the first exercise with the model answer, the other saves a copy with a
@@ -20,6 +21,11 @@ One journey, as in a workshop:
    none; no learner's file changed.
 
 Then the accounts, the group and the temporary root are deleted.
+
+Three quick tests of ``graphcourse.collect`` on its own (no hub, no browser) check what it takes
+from a home and what it refuses (symlinks, FIFOs, files the learner does not own, the
+handed-out notebook, oversized files), that it never writes a learner's file, and never
+overwrites an earlier collection.
 
 Needs root (it creates Unix users), JupyterHub (``pip install -e '.[hub]'``), node with the
 proxy (``npm ci --prefix classroom/hub/node``) and /usr/bin/chromium with Playwright; skipped
