@@ -629,3 +629,61 @@ def test_collect_cli_says_what_is_wrong(tmp_path, capsys):
     assert gc.main(["--homes", str(tmp_path / "homes"), "--out", str(tmp_path / "o"), "--grade"]) == 0
     out = capsys.readouterr().out
     assert "ada" in out and "nothing to grade" in out
+
+
+# --------------------------------------------------------------------------------------
+# coursehub: the learner's copy of the course
+# --------------------------------------------------------------------------------------
+
+
+def _coursehub():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("coursehub", COURSEHUB)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_learner_copy_adds_only_what_is_missing_and_never_the_answers(tmp_path):
+    ch = _coursehub()
+    home = tmp_path / "ada"
+    home.mkdir()
+    copy, added = ch.make_learner_copy(home)
+    assert copy == home / "cuda-graphs-course"
+    for rel in ("notebooks/01_the_big_idea.ipynb", "exercises/06_exercises.ipynb",
+                "toygraph/__init__.py", "graphcourse/__init__.py", "README.md"):
+        assert (copy / rel).read_bytes() == (REPO / rel).read_bytes(), rel
+    assert not (copy / "solutions").exists() and not (copy / "tests").exists()
+    assert not list(copy.rglob("__pycache__")) and not (copy / "docs" / "instructor").exists()
+    assert len(added) == sum(1 for p in copy.rglob("*") if p.is_file())
+
+    # the learner's work survives a restart; a deleted file comes back; nothing else is added
+    mine = copy / "exercises" / "06_exercises.ipynb"
+    mine.write_text("my answers")
+    (copy / "notebooks" / "01_the_big_idea.ipynb").unlink()
+    (copy / "toygraph").rename(copy / "toygraph-mine")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (copy / "toygraph").symlink_to(elsewhere, target_is_directory=True)  # a learner's own link
+    again, added = ch.make_learner_copy(home)
+    assert mine.read_text() == "my answers"
+    assert [Path(p).relative_to(copy).as_posix() for p in added] == ["notebooks/01_the_big_idea.ipynb"]
+    assert (copy / "toygraph").is_symlink() and not any(elsewhere.iterdir()), "wrote through a link"
+
+    bob = tmp_path / "bob"
+    bob.mkdir()
+    (bob / "cuda-graphs-course").write_text("a file where the copy goes")
+    with pytest.raises(ch.HubSetupError, match="not a folder: rename it"):
+        ch.make_learner_copy(bob)
+
+
+def test_add_users_refuses_unusable_names(tmp_path):
+    ch = _coursehub()
+    if os.geteuid() != 0:
+        with pytest.raises(ch.HubSetupError, match="run it as root"):
+            ch.add_users(["ada"], group="g", homes=tmp_path)
+        return
+    with pytest.raises(ch.HubSetupError, match="not a usable user name: 'Ada', '../x'"):
+        ch.add_users(["Ada", "../x", "ok"], group="cgt-never-made", homes=tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing created before the names were checked
