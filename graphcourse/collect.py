@@ -76,8 +76,9 @@ def from_group(group: str) -> list[Learner]:
     try:
         g = grp.getgrnam(group)
     except KeyError:
-        raise CollectError(f"no Unix group {group!r} here: name the learners' group with --group, "
-                           "or the learners with --users") from None
+        raise CollectError(f"no Unix group {group!r} here: name the learners' group with --group "
+                           "(or COURSE_HUB_GROUP=... make grade-class), or the learners with --users "
+                           "(see `coursehub.py list`)") from None
     names = set(g.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == g.gr_gid}
     return from_users(sorted(names))
 
