@@ -85,3 +85,37 @@ clean-venv:
 .PHONY: toy-prices
 toy-prices: setup
 	$(PY) -m graphcourse.toy_prices
+# ---- The class server (classroom/hub/README.md): JupyterHub, one Unix user per learner ----------
+# Run as root on the workshop machine. `make hub-users LEARNERS="ada grace"` (or
+# LEARNERS_FILE=roster.txt) makes accounts and a passwords sheet; `make hub` serves the class;
+# `make grade-class` collects every learner's exercise notebooks into $(CLASS)/ and grades them.
+HUB_NODE  := classroom/hub/node
+HUB_PROXY := $(HUB_NODE)/node_modules/.bin/configurable-http-proxy
+LEARNERS ?=
+LEARNERS_FILE ?=
+CLASS ?= grading-out/class-$(shell date +%Y%m%d-%H%M%S)
+
+.PHONY: hub hub-setup hub-users hub-check collect grade-class
+
+hub-setup: setup $(HUB_PROXY)
+	@$(PY) -c 'import jupyterhub' 2>/dev/null || { echo "Installing JupyterHub into $(VENV)/"; $(PY) -m pip install -q -e ".[dev,hub]"; }
+
+$(HUB_PROXY): $(HUB_NODE)/package.json $(HUB_NODE)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: apt-get install nodejs npm (JupyterHub's proxy is a Node.js program)"; exit 1; }
+	npm ci --prefix $(HUB_NODE) --no-audit --no-fund
+	@touch $@
+
+hub-users: hub-setup
+	$(PY) classroom/hub/coursehub.py add-users $(if $(LEARNERS_FILE),--from-file $(LEARNERS_FILE)) $(LEARNERS)
+
+hub-check: hub-setup
+	$(PY) classroom/hub/coursehub.py check
+
+hub: hub-setup
+	$(PY) -m jupyterhub -f classroom/hub/jupyterhub_config.py
+
+collect: setup
+	$(PY) -m graphcourse.collect --out $(CLASS)
+
+grade-class: setup
+	$(PY) -m graphcourse.collect --out $(CLASS) --grade
