@@ -47,3 +47,16 @@ bench: setup
 
 clean-venv:
 	rm -rf $(VENV)
+
+# ---- the published site and the browser build (issue 14; owner: site) ----
+SITE_STAMP := $(VENV)/.site-installed
+
+$(SITE_STAMP): pyproject.toml | $(STAMP)
+	@echo "Installing Sphinx, myst-nb and the book theme into $(VENV)/ (once)"
+	@$(PY) -m pip install -q -e ".[site]"
+	@touch $(SITE_STAMP)
+
+.PHONY: site
+site: $(STAMP) $(SITE_STAMP)
+	$(PY) -m graphcourse.site --out build/site
+	@echo "Open build/site/index.html in a browser (it needs no server and no network)."
