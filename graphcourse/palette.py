@@ -1,7 +1,9 @@
 """Colours, hatches and markers every course plot shares, chosen so a colour-blind reader tells them apart.
 
 The colours are the Okabe–Ito palette (Okabe & Ito, "Color Universal Design", 2002), made to
-stay distinct under the common forms of colour blindness; on top of that each kind that a
+stay distinct under the common forms of colour blindness, picked so the names the lessons use
+still hold (eager launches blue, graph launches green, waiting yellow, the sync red, kernels
+orange); on top of that each kind that a
 lesson compares (eager, graph, sync, padding) has its own hatch and marker, so the plots
 read in greyscale too. :func:`alt_text` writes a short text alternative for a figure from
 its titles, axis labels and legend, for readers who cannot see it (the published site puts
@@ -26,14 +28,14 @@ OKABE_ITO = {
 }
 
 COLORS = {
-    "launch": OKABE_ITO["vermillion"],      # eager: one kernel launch at a time, the launch tax
-    "graph_launch": OKABE_ITO["blue"],      # graph: one launch replays the step
+    "launch": OKABE_ITO["blue"],            # eager: one kernel launch at a time, the launch tax
+    "graph_launch": OKABE_ITO["bluish_green"],  # graph: one launch replays the step
     "host": OKABE_ITO["grey"],              # Python and other CPU work
     "wait": OKABE_ITO["yellow"],            # the CPU waiting on a sync
-    "sync": OKABE_ITO["reddish_purple"],    # the sync itself (.item())
-    "kernel": OKABE_ITO["sky_blue"],        # kernels on the GPU
-    "padding": OKABE_ITO["orange"],         # padded rows a bucket replays for nothing
-    "useful": OKABE_ITO["bluish_green"],    # rows that carry real work
+    "sync": OKABE_ITO["vermillion"],        # the sync itself (.item())
+    "kernel": OKABE_ITO["orange"],          # kernels on the GPU
+    "padding": OKABE_ITO["reddish_purple"], # padded rows a bucket replays for nothing
+    "useful": OKABE_ITO["sky_blue"],        # rows that carry real work
     "highlight": OKABE_ITO["black"],        # the one point a plot asks the reader to look at
 }
 """Colour of each kind of bar or line, by the name the timeline and the plots use."""
