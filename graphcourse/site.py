@@ -191,13 +191,42 @@ def add_alt_text(nb: nbformat.NotebookNode) -> int:
 # --------------------------------------------------------------------------- staging the sources
 
 
+STAGED = ("notebooks/", "exercises/", "docs/", "README.md", "index.md")
+MD_IMAGE = re.compile(r"!\[([^\]]*)\]\((https?://[^)\s]+)[^)]*\)")
+MD_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def web_ready(markdown: str, rel_path: str) -> str:
+    """Markdown as the offline site can show it: images from other hosts become their alt text (a badge such as
+    "Open in Colab" stays a link), and links to repository files that are not pages name the file instead."""
+    markdown = MD_IMAGE.sub(lambda m: m.group(1) or "image", markdown)
+    here = Path(rel_path).parent
+
+    def fix(match: re.Match) -> str:
+        text, target = match.group(1), match.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, flags=re.I) or target.startswith(("#", "/")):
+            return match.group(0)
+        path = target.split("#", 1)[0]
+        resolved = Path(*[p for p in (here / path).parts])
+        try:
+            norm = (ROOT / resolved).resolve().relative_to(ROOT).as_posix()
+        except ValueError:
+            return match.group(0)
+        if norm.startswith(STAGED) or norm in STAGED or not (ROOT / norm).exists():
+            return match.group(0)  # a page of the site (or a broken link, which the build reports)
+        return f"{text} (`{norm}` in the course's files)" if text.strip("`") != norm else f"`{norm}`"
+
+    return MD_LINK.sub(fix, markdown)
+
+
 def _stage_notebook(src: Path, dest: Path, prov: dict[str, Any] | None, contents: str) -> None:
     nb = nbformat.read(src, as_version=4)
+    rel = src.resolve().relative_to(ROOT).as_posix() if src.resolve().is_relative_to(ROOT) else src.name
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = "\n".join(line for line in cell.source.splitlines() if not NBVAL_COMMENT.match(line))
         elif cell.cell_type == "markdown":
-            cell.source = cell.source.replace("](../README.md)", f"]({contents})")
+            cell.source = web_ready(cell.source.replace("](../README.md)", f"]({contents})"), rel)
     unfold_widgets(nb)
     add_alt_text(nb)
     if prov is not None:
@@ -245,12 +274,14 @@ def stage(src: Path = DEFAULT_SRC, reference: Path | None = None) -> dict[str, l
         dest.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".ipynb":
             _stage_notebook(path, dest, None, "/".join([".."] * (len(rel.parts) - 1)) + "/index.md")
+        elif path.suffix == ".md":
+            dest.write_text(web_ready(path.read_text(), rel.as_posix()))
         else:
             shutil.copy2(path, dest)
         if path.suffix in (".md", ".ipynb"):
             section = "For instructors" if "instructor" in rel.parts else "About"
             sections[section].append(str(rel.with_suffix("")))
-    shutil.copy2(ROOT / "README.md", src / "README.md")
+    (src / "README.md").write_text(web_ready((ROOT / "README.md").read_text(), "README.md"))
     toctrees = []
     for caption, docs_in in sections.items():
         if docs_in:

@@ -234,3 +234,46 @@ def test_a_toy_exercise_is_answered_and_checked_in_the_browser(page, server, bui
     time.sleep(1)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "lite-06_exercises-ex01.png"))
+
+
+def test_toy_modules_import_without_torch():
+    """What the toy lessons import on a laptop never pulls in torch (seconds to import, and absent in a browser)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, toygraph, graphcourse, graphcourse.teaching, graphcourse.plots, graphcourse.widgets, "
+            "graphcourse.reference, graphcourse.palette\n"
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))[:5]")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env={**__import__("os").environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"})
+    assert done.returncode == 0, done.stderr[-800:]
+
+
+def test_every_toy_exercise_checks_out_in_pyodide_with_the_model_answers(built, tmp_path):
+    """The browser's own Python (the site's Pyodide, run by node): each exercise kept for the browser, with the
+    model answers from solutions/, runs its check cells without an error; so a learner's right answer passes."""
+    import subprocess
+
+    if not shutil.which("node"):
+        pytest.skip("node is not installed: it runs the site's Pyodide outside a browser")
+    solution, kept, _ = lite.exercises_for_browser(REPO / "solutions" / "06_exercises.ipynb")
+    if solution is None:
+        pytest.skip("no graded exercise runs in the browser")
+    cells = [c.source for c in solution.cells if c.cell_type == "code"]
+    (tmp_path / "cells.json").write_text(json.dumps(cells))
+    pyodide = (built.out / "static" / "pyodide").resolve()
+    script = tmp_path / "run.mjs"
+    script.write_text(
+        f'import {{ loadPyodide }} from "{(pyodide / "pyodide.mjs").as_uri()}";\n'
+        'import fs from "fs";\n'
+        f'const cells = JSON.parse(fs.readFileSync({json.dumps(str(tmp_path / "cells.json"))}));\n'
+        f'const py = await loadPyodide({{indexURL: {json.dumps(str(pyodide) + "/")}}});\n'
+        'await py.loadPackage(["toygraph", "graphcourse"]);\n'
+        'for (const [i, c] of cells.entries()) {\n'
+        '  try { await py.runPythonAsync(c); }\n'
+        '  catch (e) { console.log(`CELL ${i} FAILED: ${String(e).slice(-800)}`); process.exit(1); }\n'
+        '}\n'
+        'console.log(`ALL ${cells.length} CELLS RAN`);\n')
+    done = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and f"ALL {len(cells)} CELLS RAN" in done.stdout, (done.stdout + done.stderr)[-1500:]
+    assert kept and "ex01_bucket_picker" in kept

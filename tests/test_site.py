@@ -175,3 +175,14 @@ def test_lesson_05_renders_in_chromium(built):
             assert remote == [], f"the page loaded from the network: {remote[:5]}"
         finally:
             browser.close()
+
+
+def test_web_ready_keeps_pages_and_names_repository_files():
+    text = ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.example/x) "
+            "[the Makefile](../../Makefile) [lesson 01](../../notebooks/01_the_big_idea.ipynb) "
+            "[missing](../../nowhere.md) [a section](#check-yourself)")
+    out = site.web_ready(text, "docs/instructor/guide.md")
+    assert "[Open In Colab](https://colab.example/x)" in out and "colab-badge.svg" not in out
+    assert "the Makefile (`Makefile` in the course's files)" in out
+    assert "[lesson 01](../../notebooks/01_the_big_idea.ipynb)" in out
+    assert "[missing](../../nowhere.md)" in out and "[a section](#check-yourself)" in out
