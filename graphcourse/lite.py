@@ -97,11 +97,19 @@ def _stdlib() -> frozenset[str]:
     return frozenset(sys.stdlib_module_names)
 
 
+def _python(source: str) -> str:
+    """A cell's source as plain Python: IPython magic and shell lines become `pass` at their indentation."""
+    out = []
+    for line in source.splitlines():
+        stripped = line.lstrip()
+        out.append(line[: len(line) - len(stripped)] + "pass" if stripped.startswith(("%", "!")) else line)
+    return "\n".join(out)
+
+
 def _imports(source: str) -> set[str]:
     """Modules a cell imports (IPython magics and shell lines ignored; a cell that does not parse imports nothing)."""
-    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
     try:
-        tree = ast.parse("\n".join(lines))
+        tree = ast.parse(_python(source))
     except SyntaxError:
         return set()
     found = set()
@@ -196,7 +204,21 @@ FIGURE_NOTE = (
 
 
 def _strip_nbval(cell: nbformat.NotebookNode) -> None:
-    cell.source = "\n".join(line for line in cell.source.splitlines() if not NBVAL_COMMENT.match(line))
+    """Drop `# NBVAL_...` comments, and `%matplotlib` lines (the browser has no matplotlib)."""
+    cell.source = "\n".join(line for line in cell.source.splitlines()
+                            if not NBVAL_COMMENT.match(line) and not line.lstrip().startswith("%matplotlib"))
+
+
+COLAB_SETUP = "colab-setup"
+"""Id and tag of the lessons' Colab-only set-up cell (graphcourse.nav writes it); the browser copies leave it out."""
+
+
+def colab_only(cell: nbformat.NotebookNode) -> bool:
+    """True for the Colab-only set-up cell (by its id or tag, or a cell that does something only on Colab)."""
+    if cell.get("id") == COLAB_SETUP or COLAB_SETUP in cell.get("metadata", {}).get("tags", []):
+        return True
+    return bool(re.search(r"^if\s+[\"']google\.colab[\"']\s+in\s+sys\.modules\s*:", cell.source, flags=re.M)) and all(
+        line.startswith((" ", "\t", "#", "import sys", "if ")) or not line.strip() for line in cell.source.splitlines())
 
 
 def _names(node: ast.AST) -> tuple[set[str], set[str]]:
@@ -216,7 +238,7 @@ def split_figure_cell(source: str, tainted: set[str]) -> tuple[str, str, set[str
     """Split a cell into what runs in the browser and what draws: the statements that import a figure module, or
     use a name that came from one (`tainted`, updated), go to the drawing part. Returns (runs, draws, tainted)."""
     lines = source.splitlines()
-    code = [("" if line.lstrip().startswith(("%", "!")) else line) for line in lines]
+    code = _python(source).splitlines()
     tree = ast.parse("\n".join(code))
     tainted = set(tainted)
     runs, draws = [], []
@@ -228,6 +250,9 @@ def split_figure_cell(source: str, tainted: set[str]) -> tuple[str, str, set[str
         chunk = "\n".join(lines[first:stmt.end_lineno])
         previous_end = stmt.end_lineno
         loads, binds = _names(stmt)
+        if lines[stmt.lineno - 1].lstrip().startswith(("%", "!")):  # a magic: %matplotlib draws, others run
+            (draws if "matplotlib" in lines[stmt.lineno - 1] else runs).append(chunk)
+            continue
         figure_import = isinstance(stmt, (ast.Import, ast.ImportFrom)) and any(
             _is_figure_module(m) for m in _imports(ast.unparse(stmt)))
         if figure_import or loads & tainted:
@@ -271,6 +296,8 @@ def lesson_for_browser(path: Path, others: set[str]) -> nbformat.NotebookNode | 
         if cell.cell_type != "code":
             cells.append(cell)
             continue
+        if colab_only(cell):
+            continue  # it does nothing outside Colab
         kind = cell_kind(cell.source)
         if kind == "needs-gpu":
             return None
@@ -278,8 +305,7 @@ def lesson_for_browser(path: Path, others: set[str]) -> nbformat.NotebookNode | 
         if kind == "runs":
             loads = set()
             try:
-                for stmt in ast.parse("\n".join(l for l in cell.source.splitlines()
-                                                if not l.lstrip().startswith(("%", "!")))).body:
+                for stmt in ast.parse(_python(cell.source)).body:
                     loads |= _names(stmt)[0]
             except SyntaxError:
                 return None
@@ -329,6 +355,7 @@ def exercises_for_browser(path: Path) -> tuple[nbformat.NotebookNode | None, lis
     Returns the notebook (None when no exercise runs there), the exercises kept and those left to JupyterLab.
     """
     nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and colab_only(c))]
     sections: list[tuple[str | None, list]] = [(None, [])]
     for cell in nb.cells:  # an exercise starts at its '## exNN_name' heading and runs to the next one
         heading = re.match(r"^##\s+(ex\d+_\w+)", cell.source) if cell.cell_type == "markdown" else None

@@ -63,7 +63,8 @@ def test_split_figure_cell_sends_what_uses_a_figure_to_the_drawing():
               "# the prices\ncost = 3\nfig = compare_timelines({}, 'x')\nfig.savefig('a.png')\nprint(cost)")
     runs, draws, tainted = lite.split_figure_cell(source, set())
     assert runs == "# the prices\ncost = 3\nprint(cost)"
-    assert draws == "from graphcourse.plots import compare_timelines\nfig = compare_timelines({}, 'x')\nfig.savefig('a.png')"
+    assert draws == ("%matplotlib inline\nfrom graphcourse.plots import compare_timelines\n"
+                     "fig = compare_timelines({}, 'x')\nfig.savefig('a.png')")
     assert {"compare_timelines", "fig"} <= tainted
 
 
@@ -277,3 +278,31 @@ def test_every_toy_exercise_checks_out_in_pyodide_with_the_model_answers(built, 
     done = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and f"ALL {len(cells)} CELLS RAN" in done.stdout, (done.stdout + done.stderr)[-1500:]
     assert kept and "ex01_bucket_picker" in kept
+
+
+COLAB_SETUP = '''# On Google Colab only (anywhere else this cell does nothing): fetch the course, install it.
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", "course"], check=True)
+    !echo shell lines parse too
+    from google.colab import output
+
+    output.enable_custom_widget_manager()'''
+
+
+def test_a_lesson_with_its_colab_cells_still_goes_to_the_browser(tmp_path):
+    nb = nbformat.read(REPO / "notebooks" / "01_the_big_idea.ipynb", as_version=4)
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("[Open in Colab](https://colab.example/01) for a free GPU"))
+    nb.cells.insert(2, nbformat.v4.new_code_cell(COLAB_SETUP, metadata={"tags": ["colab-setup"]}))
+    nb.cells.insert(3, nbformat.v4.new_code_cell(COLAB_SETUP.replace("fetch", "get")))  # untagged: found by shape
+    path = tmp_path / "01_the_big_idea.ipynb"
+    nbformat.write(nb, path)
+    browser = lite.lesson_for_browser(path, set())
+    assert browser is not None
+    assert not any("google.colab" in c.source for c in browser.cells if c.cell_type == "code")
+    assert any("Open in Colab" in c.source for c in browser.cells if c.cell_type == "markdown")
+    assert lite.cell_kind("if x:\n    !pip install y\n    %time 1\nimport toygraph") == "runs"
