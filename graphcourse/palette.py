@@ -116,11 +116,27 @@ def _png_with_alt(fig: Any) -> tuple[bytes, dict[str, str]]:
     return print_figure(fig, "png", bbox_inches="tight"), {"alt": alt_text(fig)}
 
 
+def _with_alt(formatter: Any) -> Any:
+    """Wrap a PNG formatter of figures (the inline backend's, with its settings) so it adds the alt text."""
+    def png(fig: Any) -> Any:
+        data = formatter(fig)
+        if data is None:
+            return None
+        metadata: dict[str, Any] = {}
+        if isinstance(data, tuple) and len(data) == 2:
+            data, metadata = data[0], dict(data[1] or {})
+        return data, {**metadata, "alt": alt_text(fig)}
+
+    png.graphcourse_alt = True  # type: ignore[attr-defined]
+    return png
+
+
 def install_alt_text(shell: Any = None) -> bool:
     """Make each figure a notebook displays carry its alt text in the PNG output's metadata (``{"alt": ...}``).
 
-    Registered again before every cell, because the inline backend installs its own PNG
-    formatter when it starts. Returns False outside IPython (nothing to do there).
+    The inline backend's own PNG formatter (with its format and resolution settings) is wrapped, and
+    wrapped again before and after every cell, because the backend installs a fresh one when it starts.
+    Returns False outside IPython (nothing to do there).
     """
     if shell is None:
         try:
@@ -133,7 +149,14 @@ def install_alt_text(shell: Any = None) -> bool:
     from matplotlib.figure import Figure
 
     def register(*_: Any) -> None:
-        shell.display_formatter.formatters["image/png"].for_type(Figure, _png_with_alt)
+        formatters = shell.display_formatter.formatters["image/png"]
+        try:
+            current = formatters.lookup_by_type(Figure)
+        except KeyError:
+            current = None
+        if getattr(current, "graphcourse_alt", False):
+            return
+        formatters.for_type(Figure, _with_alt(current) if current is not None else _png_with_alt)
 
     register()
     if not getattr(shell, "_graphcourse_alt_text", False):
