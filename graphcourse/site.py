@@ -156,18 +156,25 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def alt_for_cell(cell: nbformat.NotebookNode, heading: str) -> str:
+def _printed(cell: nbformat.NotebookNode | None) -> str:
+    if cell is None:
+        return ""
+    text = " ".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    return " ".join(text.split())
+
+
+def alt_for_cell(cell: nbformat.NotebookNode, heading: str, before: nbformat.NotebookNode | None = None) -> str:
     """The text alternative of a cell's figure: the one stored with it (graphcourse.palette), else one made from
-    the section it sits in and the numbers the cell printed beside it."""
+    the section it sits in and the numbers printed with it (by the cell, else by the code cell before it)."""
     for out in cell.get("outputs", []):
         alt = out.get("metadata", {}).get("image/png", {}).get("alt") if isinstance(out.get("metadata"), dict) else None
         if alt:
             return str(alt)
-    printed = " ".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-    printed = " ".join(printed.split())
     alt = f"Figure in '{heading}'" if heading else "Figure"
-    if printed:
-        alt += f"; the cell prints its numbers: {printed}"
+    if _printed(cell):
+        alt += f"; the cell prints its numbers: {_printed(cell)}"
+    elif _printed(before):
+        alt += f"; the numbers printed just before it: {_printed(before)}"
     return alt[:597] + "…" if len(alt) > 600 else alt
 
 
@@ -175,6 +182,7 @@ def add_alt_text(nb: nbformat.NotebookNode) -> int:
     """Give every cell that shows a figure a text alternative (myst-nb puts it in the image's alt)."""
     heading = ""
     count = 0
+    before = None
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             found = re.findall(r"^#+\s+(.+)$", cell.source, flags=re.M)
@@ -183,8 +191,10 @@ def add_alt_text(nb: nbformat.NotebookNode) -> int:
         if cell.cell_type != "code":
             continue
         if any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-            cell.metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt_for_cell(cell, heading)
+            alt = alt_for_cell(cell, heading, before)
+            cell.metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt
             count += 1
+        before = cell
     return count
 
 
