@@ -47,7 +47,7 @@ from pathlib import Path
 import nbformat
 
 from .errors import GraphCourseError
-from .site import alt_for_cell
+from .site import alt_for_cell, unfold_widgets
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "build" / "lite"
@@ -263,6 +263,15 @@ def split_figure_cell(source: str, tainted: set[str]) -> tuple[str, str, set[str
     return "\n".join(runs).strip("\n"), "\n".join(draws).strip("\n"), tainted
 
 
+def _only_imports(code: str) -> bool:
+    """True when these lines are only imports and magics."""
+    try:
+        tree = ast.parse(_python(code))
+    except SyntaxError:
+        return False
+    return all(isinstance(n, (ast.Import, ast.ImportFrom, ast.Pass)) for n in tree.body)
+
+
 def _figure_note(cell: nbformat.NotebookNode, index: int, draws: str, heading: str = "") -> nbformat.NotebookNode:
     """A markdown cell with the drawing code of a figure cell and the figure it stored (as an attachment)."""
     md = nbformat.v4.new_markdown_cell(FIGURE_NOTE + "\n\n```python\n" + draws + "\n```\n")
@@ -281,11 +290,18 @@ def _figure_note(cell: nbformat.NotebookNode, index: int, draws: str, heading: s
 
 def lesson_for_browser(path: Path, others: set[str]) -> nbformat.NotebookNode | None:
     """The browser copy of a lesson, or None when it needs torch or a GPU (a figure's results included)."""
+    return browser_copy(path, others)[0]
+
+
+def browser_copy(path: Path, others: set[str]) -> tuple[nbformat.NotebookNode | None, str]:
+    """The browser copy of a lesson and '', or None and why it cannot run in the browser."""
     nb = nbformat.read(path, as_version=4)
+    unfold_widgets(nb)  # a slider explorer's stored text and figure, as the site shows them
     cells = []
     figures = 0
     tainted: set[str] = set()
     heading = ""
+    pending = ""
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             found = re.findall(r"^#+\s+(.+)$", cell.source, flags=re.M)
@@ -300,7 +316,8 @@ def lesson_for_browser(path: Path, others: set[str]) -> nbformat.NotebookNode | 
             continue  # it does nothing outside Colab
         kind = cell_kind(cell.source)
         if kind == "needs-gpu":
-            return None
+            missing = sorted({m for m in _imports(cell.source) if not runs_in_browser(m) and not _is_figure_module(m)})
+            return None, f"imports {', '.join(missing)}"
         _strip_nbval(cell)
         if kind == "runs":
             loads = set()
@@ -308,13 +325,25 @@ def lesson_for_browser(path: Path, others: set[str]) -> nbformat.NotebookNode | 
                 for stmt in ast.parse(_python(cell.source)).body:
                     loads |= _names(stmt)[0]
             except SyntaxError:
-                return None
-            if loads & tainted:
-                return None  # it needs what a figure cell computed with matplotlib
-            cell.outputs, cell.execution_count = [], None
-            cells.append(cell)
-            continue
+                return None, "a cell that is not Python"
+            draws_a_figure = any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+            if loads & tainted and not draws_a_figure:  # it needs what a figure cell computed with matplotlib
+                return None, f"uses {', '.join(sorted(loads & tainted))}, which needs matplotlib"
+            if not loads & tainted:
+                cell.outputs, cell.execution_count = [], None
+                cells.append(cell)
+                continue
         runs, draws, tainted = split_figure_cell(cell.source, tainted)
+        draws = "\n".join(filter(None, [pending, draws]))
+        pending = ""
+        if not any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            if _only_imports(draws):  # imports for a figure a later cell draws: shown with that figure
+                pending = draws
+                if runs:
+                    cells.append(nbformat.v4.new_code_cell(runs))
+                continue
+            modules = sorted(m for m in _imports(cell.source) if _is_figure_module(m))
+            return None, f"uses {', '.join(modules) or 'matplotlib'} for more than a stored figure"
         if runs:
             cells.append(nbformat.v4.new_code_cell(runs))
         cells.append(_figure_note(cell, i, draws, heading))
@@ -326,7 +355,7 @@ def lesson_for_browser(path: Path, others: set[str]) -> nbformat.NotebookNode | 
     nb.cells = cells
     nb.metadata.pop("widgets", None)
     nb.metadata["kernelspec"] = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
-    return nb
+    return nb, ""
 
 
 def _browser_links(source: str, others: set[str]) -> str:
@@ -570,15 +599,16 @@ def build(out: Path = DEFAULT_OUT, work: Path = DEFAULT_WORK) -> LiteReport:
     lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     browser = {}
     for path in lessons:
-        nb = lesson_for_browser(path, set())
+        nb, why = browser_copy(path, set())
         if nb is None:
-            report.left_out.append(f"{path.name} (needs torch or a GPU)")
+            report.left_out.append(f"{path.name} ({why})")
         else:
             browser[path.name] = path
     exercise_books = {}
     for path in sorted((ROOT / "exercises").glob("*.ipynb")):
         nb, kept, left = exercises_for_browser(path)
-        report.left_out += [f"{path.name}: {name} (needs torch or a GPU)" for name in left]
+        report.left_out += [f"{path.name}: {name} (imports torch or another module the browser lacks)"
+                            for name in left]
         if nb is not None:
             exercise_books[path.name] = nb
     names = set(browser) | set(exercise_books)
