@@ -92,9 +92,14 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
 # --------------------------------------------------------------------------- what runs in the browser
 
 
+BROWSER_LACKS = frozenset({"subprocess", "multiprocessing", "ctypes", "socket", "signal", "resource", "pty",
+                           "termios", "fcntl", "readline", "curses", "tkinter", "venv", "ensurepip"})
+"""Standard-library modules that import but cannot work in the browser (no processes, sockets or terminals)."""
+
+
 @functools.cache
 def _stdlib() -> frozenset[str]:
-    return frozenset(sys.stdlib_module_names)
+    return frozenset(sys.stdlib_module_names) - BROWSER_LACKS
 
 
 def _python(source: str) -> str:
@@ -196,6 +201,12 @@ BANNER = (
     "Run the cells from the top (Shift+Enter). {figures}The full course, with real CUDA graphs, runs in "
     "JupyterLab (`make lab`)."
 )
+RECORDED_NOTE = (
+    "**As recorded.** These lines of the lesson need {needs}, which this in-browser Python does not have, so "
+    "here is what they showed when the lesson was stored (on the GPU named in the full course)."
+)
+MAX_RECORDED_SHARE = 1 / 3
+"""A lesson goes to the browser when at most this share of its code cells is shown as recorded."""
 FIGURE_NOTE = (
     "**Figure as recorded.** These lines of the lesson draw with matplotlib, which this in-browser Python does not "
     "have (its WebAssembly build is not published on PyPI or npm), so here is the figure they drew when the lesson "
@@ -235,8 +246,9 @@ def _names(node: ast.AST) -> tuple[set[str], set[str]]:
 
 
 def split_figure_cell(source: str, tainted: set[str]) -> tuple[str, str, set[str]]:
-    """Split a cell into what runs in the browser and what draws: the statements that import a figure module, or
-    use a name that came from one (`tainted`, updated), go to the drawing part. Returns (runs, draws, tainted)."""
+    """Split a cell into what runs in the browser and what cannot: the statements that import a module the browser
+    lacks (matplotlib, torch), or use a name that came from one (`tainted`, updated), go to the recorded part.
+    Returns (runs, recorded, tainted)."""
     lines = source.splitlines()
     code = _python(source).splitlines()
     tree = ast.parse("\n".join(code))
@@ -253,9 +265,9 @@ def split_figure_cell(source: str, tainted: set[str]) -> tuple[str, str, set[str
         if lines[stmt.lineno - 1].lstrip().startswith(("%", "!")):  # a magic: %matplotlib draws, others run
             (draws if "matplotlib" in lines[stmt.lineno - 1] else runs).append(chunk)
             continue
-        figure_import = isinstance(stmt, (ast.Import, ast.ImportFrom)) and any(
-            _is_figure_module(m) for m in _imports(ast.unparse(stmt)))
-        if figure_import or loads & tainted:
+        missing_import = isinstance(stmt, (ast.Import, ast.ImportFrom)) and any(
+            not runs_in_browser(m) for m in _imports(ast.unparse(stmt)))
+        if missing_import or (loads & tainted and not isinstance(stmt, (ast.Import, ast.ImportFrom))):
             draws.append(chunk)
             tainted |= binds
         else:
@@ -272,16 +284,29 @@ def _only_imports(code: str) -> bool:
     return all(isinstance(n, (ast.Import, ast.ImportFrom, ast.Pass)) for n in tree.body)
 
 
-def _figure_note(cell: nbformat.NotebookNode, index: int, draws: str, heading: str = "") -> nbformat.NotebookNode:
-    """A markdown cell with the drawing code of a figure cell and the figure it stored (as an attachment)."""
-    md = nbformat.v4.new_markdown_cell(FIGURE_NOTE + "\n\n```python\n" + draws + "\n```\n")
+def _figure_note(cell: nbformat.NotebookNode, index: int, draws: str, heading: str = "",
+                 before: nbformat.NotebookNode | None = None, with_text: bool = False) -> nbformat.NotebookNode:
+    """A markdown cell with the lines of a cell that cannot run in the browser and what they showed when the
+    lesson was stored: its figures (as attachments, with alt text) and, with_text, its printed output."""
+    modules = sorted({m.split(".")[0] if not m.startswith("graphcourse") else m
+                      for m in _imports(draws) if not runs_in_browser(m)})
+    needs = ", ".join(modules) or "matplotlib"
+    images = [o for o in cell.get("outputs", []) if o.get("data", {}).get("image/png")]
+    intro = FIGURE_NOTE if images and set(modules) <= set(FIGURE_MODULES) else RECORDED_NOTE.format(needs=needs)
+    md = nbformat.v4.new_markdown_cell(intro + "\n\n```python\n" + draws + "\n```\n")
+    if with_text:
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        text += "".join(f"{o.get('ename')}: {o.get('evalue')}\n" for o in cell.get("outputs", [])
+                        if o.get("output_type") == "error")
+        if text.strip():
+            md.source += "\nIt printed:\n\n```text\n" + text.rstrip() + "\n```\n"
     attachments = {}
     for k, out in enumerate(cell.get("outputs", [])):
         png = out.get("data", {}).get("image/png")
         if png:
             name = f"figure-{index}-{k}.png"
             attachments[name] = {"image/png": png if isinstance(png, str) else base64.b64encode(png).decode()}
-            alt = alt_for_cell(cell, heading).replace("[", "(").replace("]", ")").replace("\n", " ")
+            alt = alt_for_cell(cell, heading, before).replace("[", "(").replace("]", ")").replace("\n", " ")
             md.source += f"\n![{alt}](attachment:{name})\n"
     if attachments:
         md.attachments = attachments
@@ -294,14 +319,21 @@ def lesson_for_browser(path: Path, others: set[str]) -> nbformat.NotebookNode | 
 
 
 def browser_copy(path: Path, others: set[str]) -> tuple[nbformat.NotebookNode | None, str]:
-    """The browser copy of a lesson and '', or None and why it cannot run in the browser."""
+    """The browser copy of a lesson and '', or None and why it does not go to the browser.
+
+    A code cell runs as it is when everything it imports is in the browser and it uses nothing that only a
+    recorded cell computed. Otherwise its lines that need matplotlib or torch (or what they computed) are shown
+    as recorded, with the outputs they stored, and the rest of the cell runs. A lesson goes in when at most
+    MAX_RECORDED_SHARE of its code cells need that.
+    """
     nb = nbformat.read(path, as_version=4)
     unfold_widgets(nb)  # a slider explorer's stored text and figure, as the site shows them
     cells = []
-    figures = 0
+    figures = recorded = code_cells = 0
     tainted: set[str] = set()
     heading = ""
     pending = ""
+    before = None
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             found = re.findall(r"^#+\s+(.+)$", cell.source, flags=re.M)
@@ -314,42 +346,45 @@ def browser_copy(path: Path, others: set[str]) -> tuple[nbformat.NotebookNode | 
             continue
         if colab_only(cell):
             continue  # it does nothing outside Colab
-        kind = cell_kind(cell.source)
-        if kind == "needs-gpu":
-            missing = sorted({m for m in _imports(cell.source) if not runs_in_browser(m) and not _is_figure_module(m)})
-            return None, f"imports {', '.join(missing)}"
+        code_cells += 1
         _strip_nbval(cell)
-        if kind == "runs":
-            loads = set()
-            try:
+        try:
+            if cell_kind(cell.source) == "needs-gpu":  # torch and the like: the whole cell is shown as recorded
+                binds: set[str] = set()
                 for stmt in ast.parse(_python(cell.source)).body:
-                    loads |= _names(stmt)[0]
-            except SyntaxError:
-                return None, "a cell that is not Python"
-            draws_a_figure = any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
-            if loads & tainted and not draws_a_figure:  # it needs what a figure cell computed with matplotlib
-                return None, f"uses {', '.join(sorted(loads & tainted))}, which needs matplotlib"
-            if not loads & tainted:
-                cell.outputs, cell.execution_count = [], None
-                cells.append(cell)
-                continue
-        runs, draws, tainted = split_figure_cell(cell.source, tainted)
+                    binds |= _names(stmt)[1]
+                runs, draws, tainted = "", cell.source.strip("\n"), tainted | binds
+            else:  # matplotlib only: the computing lines run, the drawing is shown as recorded
+                runs, draws, tainted = split_figure_cell(cell.source, tainted)
+        except SyntaxError:
+            return None, "a cell that is not Python"
         draws = "\n".join(filter(None, [pending, draws]))
         pending = ""
-        if not any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-            if _only_imports(draws):  # imports for a figure a later cell draws: shown with that figure
-                pending = draws
-                if runs:
-                    cells.append(nbformat.v4.new_code_cell(runs))
-                continue
-            modules = sorted(m for m in _imports(cell.source) if _is_figure_module(m))
-            return None, f"uses {', '.join(modules) or 'matplotlib'} for more than a stored figure"
+        if not draws:
+            cell.outputs, cell.execution_count = [], None
+            cells.append(cell)
+            before = cell
+            continue
+        has_image = any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+        if _only_imports(draws) and not has_image:  # imports for what a later cell records: shown there
+            pending = draws
+            if runs:
+                cells.append(nbformat.v4.new_code_cell(runs))
+            continue
         if runs:
             cells.append(nbformat.v4.new_code_cell(runs))
-        cells.append(_figure_note(cell, i, draws, heading))
-        figures += 1
-    note = (f"{figures} figure{'s' if figures != 1 else ''} that need matplotlib {'are' if figures != 1 else 'is'} "
-            "shown as recorded. ") if figures else ""
+        prints_live = "print(" in runs or "expect_error" in runs or "show_warnings" in runs
+        cells.append(_figure_note(cell, i, draws, heading, before, with_text=not prints_live))
+        figures += has_image
+        recorded += 1
+        before = cell
+    if code_cells and recorded > MAX_RECORDED_SHARE * code_cells:
+        return None, f"{recorded} of its {code_cells} code cells need torch, matplotlib or a GPU"
+    if recorded:
+        note = (f"{recorded} cell{'s' if recorded != 1 else ''} that need{'s' if recorded == 1 else ''} matplotlib "
+                "or torch {} shown as recorded. ".format("is" if recorded == 1 else "are"))
+    else:
+        note = ""
     cells.insert(1 if cells and cells[0].cell_type == "markdown" else 0,
                  nbformat.v4.new_markdown_cell(BANNER.format(figures=note)))
     nb.cells = cells

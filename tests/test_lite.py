@@ -9,6 +9,7 @@ import http.server
 import json
 import re
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -164,11 +165,11 @@ def test_a_toy_lesson_runs_top_to_bottom_in_the_browser(page, server, built):
     prompts = page.eval_on_selector_all(".jp-CodeCell .jp-InputArea-prompt", "els => els.map(e => e.textContent)")
     nb = nbformat.read(built.out / "files" / "01_the_big_idea.ipynb", as_version=4)
     assert len(prompts) == sum(c.cell_type == "code" for c in nb.cells)
-    assert all(re.search(r"\[\d+\]", p) for p in prompts), prompts
+    assert all(re.search(r"\[\d+\]", p) for p in prompts), (prompts, _errors(page)[:1])
     assert _errors(page) == []
     text = " ".join(page.eval_on_selector_all(".jp-OutputArea-output", "els => els.map(e => e.textContent)"))
-    assert "ShapeMismatchError: captured for batch size 3" in text  # the toy's errors, shown by expect_error
-    assert "GPU busy" in text
+    assert "ShapeMismatchError: captured for batch size" in text  # the toy's errors, shown by expect_error
+    assert len(text) > 1000  # every cell's output is there, not only the first few
     figures = page.eval_on_selector_all(".jp-MarkdownOutput img", "els => els.map(e => [e.naturalWidth, e.alt])")
     assert figures and all(w > 100 and len(alt) > 10 for w, alt in figures)
     assert page.elsewhere == [], f"the page reached beyond the local server: {page.elsewhere[:5]}"
@@ -250,18 +251,9 @@ def test_toy_modules_import_without_torch():
     assert done.returncode == 0, done.stderr[-800:]
 
 
-def test_every_toy_exercise_checks_out_in_pyodide_with_the_model_answers(built, tmp_path):
-    """The browser's own Python (the site's Pyodide, run by node): each exercise kept for the browser, with the
-    model answers from solutions/, runs its check cells without an error; so a learner's right answer passes."""
-    import subprocess
-
-    if not shutil.which("node"):
-        pytest.skip("node is not installed: it runs the site's Pyodide outside a browser")
-    solution, kept, _ = lite.exercises_for_browser(REPO / "solutions" / "06_exercises.ipynb")
-    if solution is None:
-        pytest.skip("no graded exercise runs in the browser")
-    cells = [c.source for c in solution.cells if c.cell_type == "code"]
-    (tmp_path / "cells.json").write_text(json.dumps(cells))
+def _run_in_pyodide(built, cells: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run code cells, in order, in the site's own Pyodide under node (magic lines become `pass`)."""
+    (tmp_path / "cells.json").write_text(json.dumps([lite._python(c) for c in cells]))
     pyodide = (built.out / "static" / "pyodide").resolve()
     script = tmp_path / "run.mjs"
     script.write_text(
@@ -275,9 +267,36 @@ def test_every_toy_exercise_checks_out_in_pyodide_with_the_model_answers(built, 
         '  catch (e) { console.log(`CELL ${i} FAILED: ${String(e).slice(-800)}`); process.exit(1); }\n'
         '}\n'
         'console.log(`ALL ${cells.length} CELLS RAN`);\n')
-    done = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=600)
+    return subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture()
+def node():
+    if not shutil.which("node"):
+        pytest.skip("node is not installed: it runs the site's Pyodide outside a browser")
+
+
+def test_every_toy_exercise_checks_out_in_pyodide_with_the_model_answers(built, node, tmp_path):
+    """The browser's own Python (the site's Pyodide, run by node): each exercise kept for the browser, with the
+    model answers from solutions/, runs its check cells without an error; so a learner's right answer passes."""
+    solution, kept, _ = lite.exercises_for_browser(REPO / "solutions" / "06_exercises.ipynb")
+    if solution is None:
+        pytest.skip("no graded exercise runs in the browser")
+    cells = [c.source for c in solution.cells if c.cell_type == "code"]
+    done = _run_in_pyodide(built, cells, tmp_path)
     assert done.returncode == 0 and f"ALL {len(cells)} CELLS RAN" in done.stdout, (done.stdout + done.stderr)[-1500:]
     assert kept and "ex01_bucket_picker" in kept
+
+
+def test_every_lesson_in_the_browser_runs_top_to_bottom_in_pyodide(built, node, tmp_path):
+    for name in built.notebooks:
+        nb = nbformat.read(built.out / "files" / name, as_version=4)
+        if nb.metadata.get("graphcourse", {}).get("exercises"):
+            continue  # the exercises: their answer cells raise NotImplementedError until answered
+        cells = [c.source for c in nb.cells if c.cell_type == "code"]
+        done = _run_in_pyodide(built, cells, tmp_path)
+        assert done.returncode == 0 and f"ALL {len(cells)} CELLS RAN" in done.stdout, (
+            name, (done.stdout + done.stderr)[-1500:])
 
 
 COLAB_SETUP = '''# On Google Colab only (anywhere else this cell does nothing): fetch the course, install it.
