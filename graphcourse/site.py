@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import html.parser
 import json
+import os
 import re
 import shutil
 import sys
@@ -222,6 +223,9 @@ def web_ready(markdown: str, rel_path: str) -> str:
             norm = (ROOT / resolved).resolve().relative_to(ROOT).as_posix()
         except ValueError:
             return match.group(0)
+        if norm == "README.md":  # the README is the site's home page, index.md
+            fragment = target[len(path):]
+            return f"[{text}]({os.path.relpath('index.md', here.as_posix() or '.')}{fragment})"
         if norm.startswith(STAGED) or norm in STAGED or not (ROOT / norm).exists():
             return match.group(0)  # a page of the site (or a broken link, which the build reports)
         return f"{text} (`{norm}` in the course's files)" if text.strip("`") != norm else f"`{norm}`"

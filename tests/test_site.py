@@ -186,3 +186,9 @@ def test_web_ready_keeps_pages_and_names_repository_files():
     assert "the Makefile (`Makefile` in the course's files)" in out
     assert "[lesson 01](../../notebooks/01_the_big_idea.ipynb)" in out
     assert "[missing](../../nowhere.md)" in out and "[a section](#check-yourself)" in out
+
+
+def test_web_ready_sends_links_to_the_readme_to_the_home_page():
+    out = site.web_ready("[README](../../README.md#graded-exercises) and [home](README.md)", "docs/instructor/x.md")
+    assert "[README](../../index.md#graded-exercises)" in out
+    assert site.web_ready("[home](README.md)", "README.md") == "[home](index.md)"
