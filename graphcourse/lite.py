@@ -413,6 +413,25 @@ def _exercise_of(cell: nbformat.NotebookNode) -> str | None:
     return None
 
 
+def _stand_in(line: str) -> str:
+    """For an import the browser lacks, functions of the same names that say so when called."""
+    try:
+        node = ast.parse(line.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return f"# not in the browser: {line.strip()}"
+    if not isinstance(node, (ast.Import, ast.ImportFrom)):
+        return f"# not in the browser: {line.strip()}"
+    module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+    out = [f"# {line.strip()}: not in the browser (JupyterLab has it)"]
+    for alias in node.names:
+        name = (alias.asname or alias.name).split(".")[0]
+        first = f"{name}() comes from {module}, which needs the course installed: "
+        second = "open this notebook in JupyterLab (make lab). Here, the check cells run your answer."
+        out.append(f"def {name}(*args, **kwargs):\n    raise NotImplementedError(\n        {first!r}\n"
+                   f"        {second!r})")
+    return "\n".join(out)
+
+
 def exercises_for_browser(path: Path) -> tuple[nbformat.NotebookNode | None, list[str], list[str]]:
     """The browser copy of a graded-exercise notebook: the exercises whose cells all run in the browser.
 
@@ -434,10 +453,10 @@ def exercises_for_browser(path: Path) -> tuple[nbformat.NotebookNode | None, lis
             left.append(name)
             continue
         if name is None:
-            for c in code:  # set-up cells: keep only the imports the browser has
+            for c in code:  # set-up cells: an import the browser lacks becomes a stand-in that says so
                 if cell_kind(c.source) != "runs":
-                    c.source = "\n".join(line for line in c.source.splitlines()
-                                         if cell_kind(line) == "runs" or not _imports(line))
+                    c.source = "\n".join(line if cell_kind(line) == "runs" or not _imports(line)
+                                         else _stand_in(line) for line in c.source.splitlines())
         else:
             kept.append(name)
         for c in section_cells:

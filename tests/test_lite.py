@@ -325,3 +325,12 @@ def test_a_lesson_with_its_colab_cells_still_goes_to_the_browser(tmp_path):
     assert not any("google.colab" in c.source for c in browser.cells if c.cell_type == "code")
     assert any("Open in Colab" in c.source for c in browser.cells if c.cell_type == "markdown")
     assert lite.cell_kind("if x:\n    !pip install y\n    %time 1\nimport toygraph") == "runs"
+
+
+def test_an_import_the_browser_lacks_becomes_a_stand_in_that_says_so():
+    code = lite._stand_in("from graphcourse.selfcheck import check")
+    namespace: dict = {}
+    exec(code, namespace)
+    with pytest.raises(NotImplementedError, match=r"graphcourse.selfcheck.*make lab"):
+        namespace["check"]("ex01")
+    assert all(len(line) <= 100 for line in code.splitlines())
