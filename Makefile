@@ -119,3 +119,31 @@ collect: setup
 
 grade-class: setup
 	$(PY) -m graphcourse.collect --out $(CLASS) --grade
+# ---- the published site and the browser build (issue 14; owner: site) ----
+SITE_STAMP := $(VENV)/.site-installed
+
+$(SITE_STAMP): pyproject.toml | $(STAMP)
+	@echo "Installing Sphinx, myst-nb and the book theme into $(VENV)/ (once)"
+	@$(PY) -m pip install -q -e ".[site]"
+	@touch $(SITE_STAMP)
+
+.PHONY: site
+site: $(STAMP) $(SITE_STAMP)
+	$(PY) -m graphcourse.site --out build/site
+	@echo "Open build/site/index.html in a browser (it needs no server and no network)."
+
+LITE_STAMP := $(VENV)/.lite-installed
+LITE_PORT  ?= 8000
+
+$(LITE_STAMP): pyproject.toml | $(STAMP)
+	@echo "Installing JupyterLite and its Pyodide kernel into $(VENV)/ (once)"
+	@$(PY) -m pip install -q -e ".[lite]"
+	@touch $(LITE_STAMP)
+
+.PHONY: lite lite-build
+lite-build: $(STAMP) $(LITE_STAMP)
+	$(PY) -m graphcourse.lite --out build/lite
+
+# Builds the toy lessons for the browser, then serves them on http://127.0.0.1:$(LITE_PORT)/ (Ctrl-C to stop).
+lite: lite-build
+	$(PY) -m graphcourse.lite --out build/lite --no-build --port $(LITE_PORT)

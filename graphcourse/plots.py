@@ -11,14 +11,9 @@ from matplotlib.patches import Patch
 
 from toygraph.timeline import CostModel, Timeline
 
-COLORS = {
-    "launch": "#4C72B0",        # eager launches: the launch tax
-    "graph_launch": "#55A868",  # one graph launch per step
-    "host": "#8C8C8C",          # Python and other CPU work
-    "wait": "#F2C14E",          # the CPU waiting on a sync
-    "sync": "#C44E52",          # the sync itself
-    "kernel": "#DD8452",        # kernels on the GPU
-}
+from .palette import COLORS, HATCHES, MARKERS, install_alt_text  # colour-blind-safe (Okabe–Ito), with hatches
+
+install_alt_text()  # figures shown in a notebook carry a text alternative in their output metadata
 LABELS = {
     "launch": "kernel launch (CPU)", "graph_launch": "graph launch (CPU)", "host": "host work (CPU)",
     "wait": "CPU waits for GPU", "sync": "sync (.item())", "kernel": "kernel (GPU)",
@@ -35,7 +30,7 @@ def draw_timeline(timeline: Timeline, ax: Axes | None = None, title: str = "", m
         groups.setdefault((event.lane, event.kind), []).append((event.start_us, max(event.duration_us, 1e-3)))
     for (lane, kind), bars in groups.items():
         ax.broken_barh(bars, (lanes[lane] - 0.35, 0.7), facecolors=COLORS.get(kind, "#999999"),
-                       edgecolors="white", linewidth=0.3)
+                       edgecolors="white", linewidth=0.3, hatch=HATCHES.get(kind, ""))
     end = max_us if max_us is not None else max(timeline.total_us, 1.0)
     ax.set_xlim(0, end * 1.02)
     ax.set_ylim(-0.6, 1.6)
@@ -50,7 +45,7 @@ def draw_timeline(timeline: Timeline, ax: Axes | None = None, title: str = "", m
 
 def legend_handles(kinds: Sequence[str] | None = None) -> list[Patch]:
     """Coloured patches naming each kind of bar."""
-    return [Patch(color=COLORS[k], label=LABELS[k]) for k in (kinds or COLORS)]
+    return [Patch(facecolor=COLORS[k], edgecolor="white", hatch=HATCHES[k], label=LABELS[k]) for k in (kinds or LABELS)]
 
 
 def compare_timelines(timelines: dict[str, Timeline], title: str = "") -> Figure:
@@ -63,7 +58,7 @@ def compare_timelines(timelines: dict[str, Timeline], title: str = "") -> Figure
         draw_timeline(t, ax=ax, title=name, max_us=end)
     for ax in axes[:-1, 0]:
         ax.set_xlabel("")
-    kinds = sorted({e.kind for t in timelines.values() for e in t.events}, key=list(COLORS).index)
+    kinds = sorted({e.kind for t in timelines.values() for e in t.events}, key=list(LABELS).index)
     fig.legend(handles=legend_handles(kinds), loc="lower center", ncol=min(len(kinds), 6), fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=11)
@@ -78,8 +73,10 @@ def plot_chain_vs_toy(chain: dict, label: str, cost: CostModel | None = None) ->
     rows = sorted(chain["rows"], key=lambda r: r["kernels"])
     ns = [r["kernels"] for r in rows]
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(ns, [r["eager_us_per_kernel"] for r in rows], "o-", color=COLORS["launch"], label="eager, measured")
-    ax.plot(ns, [r["graph_us_per_node"] for r in rows], "o-", color=COLORS["graph_launch"], label="graph replay, measured")
+    ax.plot(ns, [r["eager_us_per_kernel"] for r in rows], MARKERS["launch"] + "-", color=COLORS["launch"],
+            label="eager, measured")
+    ax.plot(ns, [r["graph_us_per_node"] for r in rows], MARKERS["graph_launch"] + "-", color=COLORS["graph_launch"],
+            label="graph replay, measured")
     ax.plot(ns, [step_time_us(n, mode="eager", cost=cost) / n for n in ns], "--", color=COLORS["launch"],
             alpha=0.7, label="eager, toy prediction")
     ax.plot(ns, [step_time_us(n, mode="graph", cost=cost) / n for n in ns], "--", color=COLORS["graph_launch"],
@@ -97,16 +94,18 @@ def plot_bucketed_runner(bucketed: dict, label: str) -> Figure:
     """The bucketed runner on a mixed stream (the benchmark's 'bucketed' section): throughput, padding, memory per bucket."""
     fig, (speed, waste, memory) = plt.subplots(1, 3, figsize=(12, 3.6), gridspec_kw={"width_ratios": [1, 1, 2]})
     speed.bar(["eager", "bucketed\ngraphs"], [bucketed["eager_rows_per_s"], bucketed["graph_rows_per_s"]],
-              color=[COLORS["launch"], COLORS["graph_launch"]])
+              color=[COLORS["launch"], COLORS["graph_launch"]], hatch=[HATCHES["launch"], HATCHES["graph_launch"]],
+              edgecolor="white")
     speed.set(ylabel="rows per second", title=f"throughput: {bucketed['speedup']:.1f}x eager")
     pad = bucketed["padding"]
-    waste.bar(["useful", "padding"], [pad["useful_rows"], pad["padded_rows"]], color=[COLORS["graph_launch"], COLORS["sync"]])
+    waste.bar(["useful", "padding"], [pad["useful_rows"], pad["padded_rows"]],
+              color=[COLORS["useful"], COLORS["padding"]], hatch=[HATCHES["useful"], HATCHES["padding"]], edgecolor="white")
     waste.set(ylabel="rows replayed", title=f"padding: {100 * pad['waste_fraction']:.1f}% of rows")
     per_bucket = sorted(bucketed["memory_per_bucket"], key=lambda m: m["bucket"])
     xs = range(len(per_bucket))
     mib = 2**20
     memory.bar([x - 0.2 for x in xs], [m["private_pool_reserved_bytes"] / mib for m in per_bucket], width=0.4,
-               color=COLORS["kernel"], label="own private pool")
+               color=COLORS["kernel"], hatch="..", edgecolor="white", label="own private pool")
     memory.bar([x + 0.2 for x in xs], [m["shared_pool_reserved_bytes"] / mib for m in per_bucket], width=0.4,
                color=COLORS["graph_launch"], label="one shared pool (largest captured first)")
     memory.set_xticks(list(xs), [str(m["bucket"]) for m in per_bucket])

@@ -28,6 +28,7 @@ from toygraph import (H200_COSTS, BucketedGraphs, ToyDevice, ToyGraphError, buck
                       padding_report, powers_of_two, simulate, step_time_us, waste_fraction)
 
 from .errors import GraphCourseError
+from .palette import COLORS, HATCHES, MARKERS
 from .plots import compare_timelines
 from .teaching import cuda_here
 
@@ -244,18 +245,20 @@ def bucket_figure(choice: BucketChoice) -> Figure:
     """Left: padding waste of every batch size 1..max_batch, this batch marked. Right: toy graph memory per bucket."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2), gridspec_kw={"width_ratios": [3, 2]})
     sizes = range(1, choice.max_batch + 1)
-    left.step(sizes, [100 * w for w in choice.waste_by_batch], where="mid", color="#4C72B0")
-    left.axhline(100 * choice.overall.waste_fraction, color="#8C8C8C", linestyle=":",
+    left.step(sizes, [100 * w for w in choice.waste_by_batch], where="mid", color=COLORS["padding"])
+    left.axhline(100 * choice.overall.waste_fraction, color=COLORS["host"], linestyle=":",
                  label=f"all sizes: {100 * choice.overall.waste_fraction:.1f}%")
     marker_y = 100 * choice.waste_fraction
-    left.plot([choice.batch_size], [marker_y], "o", color="#C44E52",
+    left.plot([choice.batch_size], [marker_y], MARKERS["highlight"], color=COLORS["highlight"], markersize=12,
               label=f"batch {choice.batch_size}: " + ("eager" if choice.bucket is None else f"{marker_y:.1f}%"))
     left.set(xlabel="batch size", ylabel="padding (% of replayed rows)", ylim=(-2, 100), xlim=(0.5, choice.max_batch + 0.5),
              title="padding waste per batch size")
     left.legend(fontsize=8, loc="upper right")
     labels = [str(b) for b in choice.buckets]
-    colors = ["#C44E52" if b == choice.bucket else "#55A868" for b in choice.buckets]
-    right.bar(labels, [choice.memory_bytes[b] for b in choice.buckets], color=colors)
+    chosen = [b == choice.bucket for b in choice.buckets]
+    right.bar(labels, [choice.memory_bytes[b] for b in choice.buckets], edgecolor="white",
+              color=[COLORS["highlight"] if c else COLORS["graph_launch"] for c in chosen],
+              hatch=["xx" if c else HATCHES["graph_launch"] for c in chosen])
     right.set(xlabel="bucket (graph captured for this batch)", ylabel="bytes (toy)", title="toy graph memory per bucket")
     right.tick_params(axis="x", labelsize=7, rotation=90 if len(labels) > 10 else 0)
     fig.tight_layout()
