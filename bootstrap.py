@@ -145,10 +145,14 @@ def _fresh(venv, name):
     return os.path.exists(stamp) and os.path.getmtime(stamp) >= os.path.getmtime(os.path.join(ROOT, "pyproject.toml"))
 
 
+# The extras `make test` installs: the test tools, and what the class-server, site and browser-build tests need.
+TEST_EXTRAS = ("dev", "hub", "site", "lite")
+
+
 def setup(venv, torch_spec=None, wheels=None, dev=True):
     """Create the virtual environment if missing, install torch if missing, then the course.
 
-    dev=True (make test) adds the test tools (pyproject's dev extra: hypothesis, playwright);
+    dev=True (make test) adds the test tools (pyproject's extras in TEST_EXTRAS: hypothesis, playwright, ...);
     a learner's `make lab` leaves them out (playwright alone is about 170 MB).
     """
     check_python()
@@ -180,7 +184,7 @@ def setup(venv, torch_spec=None, wheels=None, dev=True):
         pip(python, offline + args)
     say("Installing the course and its tools%s into %s/" % (" (and the test tools)" if dev else "",
                                                           os.path.relpath(venv, ROOT)))
-    pip(python, offline + ["-e", ".[dev]" if dev else "."])
+    pip(python, offline + ["-e", ".[%s]" % ",".join(TEST_EXTRAS) if dev else "."])
     with open(os.path.join(venv, STAMP if dev else LAB_STAMP), "w") as f:
         f.write("installed\n")
     return python
@@ -195,7 +199,8 @@ def requirements():
         project = tomllib.load(f)
     reqs = list(project["build-system"]["requires"]) + ["wheel", "pip"]
     reqs += [r for r in project["project"]["dependencies"] if not r.startswith("torch")]
-    reqs += project["project"].get("optional-dependencies", {}).get("dev", [])  # make test offline too
+    extras = project["project"].get("optional-dependencies", {})
+    reqs += [r for name in TEST_EXTRAS for r in extras.get(name, [])]  # make test offline too
     return reqs
 
 
