@@ -20,7 +20,7 @@ LAB_ARGS ?=
 BOOT   = $(PYTHON) bootstrap.py --venv $(VENV) $(if $(TORCH),--torch "$(TORCH)") \
          $(if $(WHEELHOUSE),--wheelhouse "$(WHEELHOUSE)")
 
-.PHONY: setup lab test unit notebooks browser exercises my-exercises wheelhouse slides instructor \
+.PHONY: setup lab test test-tools unit notebooks browser exercises my-exercises wheelhouse slides instructor \
         instructor-timings nav bench clean-venv
 
 setup: $(STAMP)
@@ -34,7 +34,13 @@ $(LAB_STAMP): pyproject.toml
 lab: $(LAB_STAMP)
 	@$(BOOT) $(if $(PORT),--port $(PORT)) --no-setup lab -- $(LAB_ARGS)
 
-test: setup unit notebooks
+test: setup test-tools unit notebooks
+
+# What the class-server test needs beyond Python: JupyterHub's proxy, from npm. Without npm the
+# test says it is skipped and why.
+test-tools: setup
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(HUB_PROXY); \
+	else echo "npm not found: the class-server test will be skipped (apt-get install nodejs npm)"; fi
 
 unit: setup
 	$(PY) -m graphcourse.build_exercises --check
