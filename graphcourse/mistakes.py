@@ -1,23 +1,19 @@
 """Helpers for lesson 06, the common mistakes: run a capture that is meant to fail in a child process, show real or expected error text.
 
 A failed CUDA capture can leave the process's CUDA context unusable, so the lesson never
-fails a capture in its own kernel: :func:`run_snippet` runs the code with ``sys.executable -c``
-under a timeout and hands back the exit code and the error lines of its traceback. Where no
+fails a capture in its own kernel: :func:`graphcourse.child.run_snippet` (shared with lesson 03)
+runs the code in a child Python and hands back the exit code and the error lines. Where no
 CUDA GPU is here, :func:`live_or_expected` prints the text torch gives instead, labelled as
 expected and with where that text comes from. torch is imported only by the GPU helpers.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from .child import ChildResult, error_lines, run_snippet
 from .compare import RECORDED_ITEM_IN_CAPTURE
 from .teaching import cuda_here
 
@@ -33,93 +29,6 @@ __all__ = [
     "sync_debug",
     "tp_step_kernels",
 ]
-
-_TRACEBACK = "Traceback (most recent call last):"
-_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[\\/][\w.+@~-]+){2,}[\\/]([\w.+@-]+)")
-
-
-def _strip_paths(line: str) -> str:
-    """The line with every absolute file path shortened to its file name (no path of this machine in a lesson)."""
-    return _PATH.sub(r"\1", line)
-
-
-def error_lines(stderr: str) -> list[str]:
-    """The exception line of each traceback in `stderr`, in order (a chained error gives several), paths shortened.
-
-    The exception line is the first unindented line after a ``Traceback (most recent call last):``
-    header; only its first line is kept (torch appends hints such as CUDA_LAUNCH_BLOCKING on
-    the lines after it). Without any traceback, the last non-empty line of stderr stands in.
-    """
-    lines = stderr.splitlines()
-    found: list[str] = []
-    for i, line in enumerate(lines):
-        if line.strip() != _TRACEBACK:
-            continue
-        for later in lines[i + 1:]:
-            if later.strip() and not later[0].isspace() and later.strip() != _TRACEBACK:
-                found.append(_strip_paths(later.strip()))
-                break
-    if not found:
-        rest = [ln.strip() for ln in lines if ln.strip()]
-        if rest:
-            found.append(_strip_paths(rest[-1]))
-    return found
-
-
-@dataclass(frozen=True)
-class ChildResult:
-    """What a snippet did in its child process: exit code (None on timeout), its output and its error lines."""
-
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    timeout_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        """True when the child exited with status 0."""
-        return self.returncode == 0
-
-    @property
-    def errors(self) -> list[str]:
-        """Every exception line of the child's tracebacks, first raised first."""
-        if self.timed_out:
-            return [f"TimeoutError: the child ran past {self.timeout_s:g} s and was killed"]
-        return error_lines(self.stderr) if self.returncode != 0 else []
-
-    @property
-    def error(self) -> str:
-        """The last meaningful error line ('' when the child succeeded)."""
-        errs = self.errors
-        return errs[-1] if errs else ""
-
-    def summary(self) -> str:
-        """Readable lines: the child's own printed lines, then its exit and each error of the chain."""
-        out = [f"  child printed: {_strip_paths(ln)}" for ln in self.stdout.splitlines() if ln.strip()]
-        if self.timed_out:
-            out.append(f"  timed out after {self.timeout_s:g} s")
-        elif self.returncode is not None and self.returncode < 0:
-            out.append(f"  killed by signal {-self.returncode}")
-        else:
-            out.append(f"  exit code {self.returncode}")
-        errs = self.errors
-        for k, err in enumerate(errs):
-            out.append(("  error: " if k == 0 else "  then:  ") + err)
-        return "\n".join(out)
-
-
-def run_snippet(code: str, timeout_s: float = 120.0) -> ChildResult:
-    """Run Python `code` in a fresh child interpreter (``sys.executable -c``) and return what happened, never raising."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    try:
-        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired as exc:
-        def text(b: Any) -> str:
-            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
-        return ChildResult(None, text(exc.stdout), text(exc.stderr), True, timeout_s)
-    return ChildResult(done.returncode, done.stdout, done.stderr, False, timeout_s)
 
 
 # --------------------------------------------------------------------------- real or expected text

@@ -34,22 +34,29 @@ def test_error_lines_keeps_each_exception_line_once_and_no_paths() -> None:
         "RuntimeError: CUDA error: operation not permitted when stream is capturing\n"
     )
     lines = compare.error_lines(stderr)
-    assert lines == ("torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture",
-                     "RuntimeError: CUDA error: operation not permitted when stream is capturing")
-    assert compare.ChildResult(1, lines).capture_refused
-    assert not compare.ChildResult(0, lines).capture_refused
-    assert not compare.ChildResult(1, ("ValueError: something else",)).capture_refused
+    assert lines == ["torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture",
+                     "RuntimeError: CUDA error: operation not permitted when stream is capturing"]
+    assert compare.ChildResult(1, "", stderr).capture_refused
+    assert not compare.ChildResult(0, "", stderr).capture_refused
+    assert not compare.ChildResult(1, "", "ValueError: something else\n").capture_refused
 
 
 def test_run_failing_capture_reports_a_child_error_without_touching_this_process() -> None:
     result = compare.run_failing_capture("raise ValueError('captured for batch 1, replayed with batch 17')")
     assert result.returncode == 1
-    assert result.errors == ("ValueError: captured for batch 1, replayed with batch 17",)
+    assert result.errors == ["ValueError: captured for batch 1, replayed with batch 17"]
     assert not result.capture_refused
 
 
 def test_recorded_error_shows_both_lines_torch_printed() -> None:
     lines = compare.RECORDED_ITEM_IN_CAPTURE.splitlines()
     assert [any(m in line for line in lines) for m in compare.CAPTURE_ERROR_MARKERS] == [True, True]
-    assert compare.ChildResult(1, tuple(lines)).capture_refused
+    assert compare.ChildResult(1, "", compare.RECORDED_ITEM_IN_CAPTURE).capture_refused
     assert ".item()" in compare.ITEM_IN_CAPTURE and sys.executable
+
+
+def test_lessons_03_and_06_share_one_child_process_helper() -> None:
+    from graphcourse import child, mistakes
+
+    assert compare.run_snippet is child.run_snippet is mistakes.run_snippet
+    assert compare.ChildResult is mistakes.ChildResult is child.ChildResult
