@@ -236,3 +236,40 @@ def cond_capture_demo() -> dict[str, Any]:
     g.replay()
     when_false = out[0].item()
     return {**info, "supported": True, "when_true": when_true, "when_false": when_false}
+
+
+RECORDED_SHARED_POOL = (
+    "replayed g2 then g1 (reverse of capture order), each output read at once: g2 gave 30 (x2 * 3 = 30), "
+    "g1 gave 3 (x1 * 2 + 1 = 3): correct\n"
+    "g2's output kept (not cloned) across g1's replay now reads 2 (it should be 30): g1 wrote its intermediate "
+    "x1 * 2 = 2 there\n"
+    "g2's output sits in the block g1's intermediate freed at capture: True"
+)
+"""What shared_pool_lines() printed on the course's H200 (torch 2.11.0+cu130, 2026-11-30): recorded text."""
+
+RECORDED_GRAPHED_ALIAS = (
+    "y1 = graphed(x1); y2 = graphed(x2): same buffer: True; y1 still holds graphed(x1): False; y1 now equals y2: True\n"
+    "after .eval() (captured in train mode): the eager forward runs, a new tensor each call: True"
+)
+"""What graphed_alias_lines() printed on the course's H200 (torch 2.11.0+cu130, 2026-11-30): recorded text."""
+
+RECORDED_WARMUP_STREAM = {"other_stream_pool_allocated_bytes": 33685504, "same_stream_pool_allocated_bytes": 131072}
+"""warmup_stream_demo() on the course's H200 (torch 2.11.0+cu130, 2026-11-30): recorded figures."""
+
+RECORDED_COND = {"torch": "2.11.0+cu130", "cuda": "13.0", "supported": False,
+                 "reason": "no torch._higher_order_ops.cudagraph_conditional_nodes"}
+"""cond_capture_demo() on the course's H200 (2026-11-30): this torch does not capture torch.cond into conditional nodes."""
+
+
+def live_or_recorded_text(live: Any, recorded: Any, what: str) -> None:
+    """Print `live()` on a CUDA GPU; elsewhere print `recorded`, labelled as recorded on the course's H200."""
+    from .teaching import cuda_here
+
+    if cuda_here():
+        import torch
+
+        print(f"live on {torch.cuda.get_device_name(0)}, torch {torch.__version__}:")
+        print(live())
+    else:
+        print(f"No CUDA GPU here: {what}, recorded on the course's NVIDIA H200 (torch 2.11.0+cu130, 2026-11-30):")
+        print(recorded)

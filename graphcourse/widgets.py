@@ -32,7 +32,7 @@ from .plots import compare_timelines
 from .teaching import cuda_here
 
 __all__ = [
-    "BATCH_SLIDER_CLASS", "ROWS_AT_FLOOR", "POLICIES", "BucketChoice", "BucketTextError", "Explorer", "LaunchTax",
+    "BATCH_SLIDER_CLASS", "ROWS_TO_DOUBLE", "fit_rows_to_double", "POLICIES", "BucketChoice", "BucketTextError", "Explorer", "LaunchTax",
     "bucket_choice", "bucket_explorer", "bucket_figure", "buckets_for_policy", "kernel_us_at_batch", "launch_tax",
     "launch_tax_explorer", "launch_tax_figure", "parse_buckets", "render_buckets", "render_launch_tax",
     "TOY_STEP", "GpuFigures", "cuda_here", "figure_png", "live_or_recorded",
@@ -41,8 +41,35 @@ __all__ = [
 BATCH_SLIDER_CLASS = "batch-size-slider"
 """CSS class of every batch-size slider (the browser test finds the slider by it)."""
 
-ROWS_AT_FLOOR = 16
-"""Rows a kernel can take before it gets longer: up to here a small kernel is latency-bound (most SMs idle)."""
+def fit_rows_to_double(decode_rows: list[dict[str, Any]]) -> float:
+    """Rows at which a decode step's kernel time doubles, fitted to recorded rows: t(b) = t(1) * (1 + (b - 1) / rows).
+
+    Least squares through the batch-1 point, over the benchmark's ``decode`` rows (batch and
+    ``kernel_time_us``). Decode kernels are memory-bound: reading the weights costs the same for
+    1 row or 16, so the time rises slowly with the rows until the GPU saturates.
+    """
+    rows = {r["batch"]: r["kernel_time_us"] for r in decode_rows}
+    if 1 not in rows or len(rows) < 2:
+        raise ValueError("fitting needs the batch-1 row and at least one larger batch from the decode benchmark.")
+    xs = [(b - 1, t / rows[1] - 1) for b, t in rows.items() if b > 1]
+    slope = sum(x * y for x, y in xs) / sum(x * x for x, _ in xs)
+    if slope <= 0:
+        raise ValueError("the recorded kernel times do not grow with the batch: nothing to fit.")
+    return 1.0 / slope
+
+
+def _recorded_rows_to_double(default: float = 50.0) -> tuple[float, str]:
+    try:
+        from .reference import load_reference, recorded_label
+
+        data = load_reference()
+        return fit_rows_to_double(data["decode"]["rows"]), f"fitted to the decode kernel times {recorded_label(data)}"
+    except Exception as exc:  # a course copy without recorded data still runs the slider
+        return default, f"a default ({type(exc).__name__}: no recorded decode rows to fit)"
+
+
+ROWS_TO_DOUBLE, ROWS_TO_DOUBLE_SOURCE = _recorded_rows_to_double()
+"""Rows at which the decode step's kernels take twice their batch-1 time, and where that figure comes from."""
 
 
 class BucketTextError(GraphCourseError, ValueError):
@@ -52,16 +79,17 @@ class BucketTextError(GraphCourseError, ValueError):
 # --------------------------------------------------------------------------- the launch tax (lesson 02)
 
 
-def kernel_us_at_batch(kernel_us: float, batch_size: int) -> float:
-    """GPU time of one kernel at this batch: its floor `kernel_us` up to ROWS_AT_FLOOR rows, then in proportion to the rows.
+def kernel_us_at_batch(kernel_us: float, batch_size: int, rows_to_double: float | None = None) -> float:
+    """GPU time of one kernel at this batch: nearly flat at small batches, ``kernel_us * (1 + (b - 1) / rows_to_double)``.
 
-    The toy's model of a batch: a small kernel takes the same time for 1 or 16 rows (launch
-    latency and a mostly idle GPU set its length), and beyond that its work, and its time,
-    grow linearly with the rows: ``kernel_us * max(1, batch_size / ROWS_AT_FLOOR)``.
+    Decode kernels are memory-bound (each reads its weights whatever the batch), so extra rows
+    add little time until the GPU saturates. `rows_to_double` defaults to ROWS_TO_DOUBLE, fitted
+    to the course's recorded decode kernel times (batches 1 to 64; beyond them an extrapolation).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}.")
-    return kernel_us * max(1.0, batch_size / ROWS_AT_FLOOR)
+    rows = ROWS_TO_DOUBLE if rows_to_double is None else rows_to_double
+    return kernel_us * (1.0 + (batch_size - 1) / rows)
 
 
 @dataclass(frozen=True)
@@ -346,7 +374,7 @@ def launch_tax_explorer(n_kernels: int = 40, kernel_us: float = H200_COSTS.kerne
                                          continuous_update=False, style=style),
         "launch_us": widgets.FloatSlider(value=launch_us, min=0.0, max=30.0, step=0.5, description="launch µs",
                                          continuous_update=False, style=style),
-        "batch_size": _batch_slider(batch_size, 512),
+        "batch_size": _batch_slider(batch_size, 1024),
     }
     return Explorer(controls, render_launch_tax)
 

@@ -37,8 +37,8 @@ def _stdout(explorer: w.Explorer) -> str:
 
 def test_kernel_time_keeps_its_floor_then_grows_with_rows():
     assert w.kernel_us_at_batch(2.0, 1) == 2.0
-    assert w.kernel_us_at_batch(2.0, w.ROWS_AT_FLOOR) == 2.0
-    assert w.kernel_us_at_batch(2.0, 4 * w.ROWS_AT_FLOOR) == pytest.approx(8.0)
+    assert w.kernel_us_at_batch(2.0, 17, rows_to_double=16) == pytest.approx(4.0)
+    assert w.kernel_us_at_batch(2.0, 2) < 2.0 * 1.1, "nearly flat at small batches"
     with pytest.raises(ValueError, match="batch_size"):
         w.kernel_us_at_batch(2.0, 0)
 
@@ -64,11 +64,11 @@ def test_launch_bound_step_costs_one_launch_per_kernel():
 
 
 def test_big_batches_make_the_launch_tax_vanish():
-    speedups = [w.launch_tax(40, 1.07, 12.0, b).speedup for b in (1, 16, 64, 256, 512)]
+    speedups = [w.launch_tax(40, 1.07, 12.0, b).speedup for b in (1, 16, 64, 256, 1024)]
     assert speedups == sorted(speedups, reverse=True)
     assert speedups[0] > 10
     assert speedups[-1] == pytest.approx(1.0, abs=0.01)
-    assert not w.launch_tax(40, 1.07, 12.0, 512).launch_bound
+    assert not w.launch_tax(40, 1.07, 12.0, 1024).launch_bound
 
 
 def test_launch_tax_figure_has_an_eager_and_a_graph_panel():
@@ -287,3 +287,12 @@ def test_launch_tax_reads_as_rounded_figures():
 
     text = repr(launch_tax(40, 1.0, 12.0))
     assert text == "LaunchTax(40 kernels of 1.00 µs at batch 1, launch 12.00 µs: eager 480.0 µs, graph 40.0 µs, 12.00x)"
+
+
+def test_batch_model_is_fitted_to_the_recorded_decode_kernel_times() -> None:
+    rows = [{"batch": 1, "kernel_time_us": 100.0}, {"batch": 11, "kernel_time_us": 120.0},
+            {"batch": 21, "kernel_time_us": 140.0}]
+    assert w.fit_rows_to_double(rows) == pytest.approx(50.0)
+    with pytest.raises(ValueError, match="batch-1 row"):
+        w.fit_rows_to_double(rows[1:])
+    assert 10 < w.ROWS_TO_DOUBLE < 1000 and w.ROWS_TO_DOUBLE_SOURCE
