@@ -31,10 +31,14 @@ PRICES_MODULE = ROOT / "toygraph" / "prices.py"
 
 NVIDIA_NODE_US = 0.001
 """CPU time per node of a repeat graph launch, from NVIDIA's technical blog post "Constant Time Launch
-for Straight-Line CUDA Graphs" (CUDA 12.6: about 2.5 µs plus about 1 ns per node). The course's
+for Straight-Line Graphs and Other Performance Enhancements" (CUDA 12.6: about 2.5 µs plus about 1 ns
+per node). The course's
 benchmark cannot see it: the replays it times are bound by the GPU long before 1 ns a node shows."""
 NVIDIA_NODE_SOURCE = ("published, not measured by the course: NVIDIA technical blog, 'Constant Time Launch for "
-                      "Straight-Line CUDA Graphs' (CUDA 12.6, about 1 ns per node of a repeat launch)")
+                      "Straight-Line Graphs and Other Performance Enhancements' (CUDA 12.6, about 1 ns per node "
+                      "of a repeat launch)")
+ONE_FIGURE = "not recorded (one figure): a loose price"
+"""What a price resting on a single figure, with no spread, is called: loose, like one with a wide spread."""
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,56 @@ def _field(row: dict[str, Any], *names: str) -> float:
     raise ReferenceDataError(f"a recorded row lacks every one of {names}: {sorted(row)}. Re-record the benchmark.")
 
 
+def _cost(costs: dict[str, Any], key: str) -> tuple[float, float | None, str]:
+    entry = costs.get(key)
+    if not isinstance(entry, dict) or not isinstance(entry.get("median"), (int, float)):
+        raise ReferenceDataError(
+            f"the recorded results' 'costs' section has no {key!r} with a median, which the toy's prices are "
+            f"derived from: re-record them with `python -m graphcourse.bench` on a GPU."
+        )
+    low, high = entry.get("min"), entry.get("max")
+    spread = float(high) - float(low) if isinstance(low, (int, float)) and isinstance(high, (int, float)) else None
+    return float(entry["median"]), spread, str(entry.get("from", key))
+
+
+def _derive_from_costs(data: dict[str, Any]) -> dict[str, Price]:
+    """Schema 2: the benchmark's own `costs` section, each a median over interleaved repeats with its min and max."""
+    costs = data["costs"]
+    repeats = data.get("method", {}).get("repeats") if isinstance(data.get("method"), dict) else None
+    kind = f"max - min over {repeats} repeats" if repeats else "max - min over repeats"
+    samples = int(repeats) if isinstance(repeats, int) else 1
+
+    def price(key: str, what: str, value: float | None = None) -> Price:
+        median, spread, source = _cost(costs, key)
+        return Price(_rounded(median if value is None else value), None if spread is None else _rounded(spread),
+                     kind if spread is not None else ONE_FIGURE, f"{what}: {source}", samples)
+
+    prices = {
+        "launch_us": price("eager_launch_us", "bare eager launch, CPU time per kernel"),
+        "kernel_us": price("graph_node_us", "GPU time per replayed node"),
+        "graph_launch_us": price("graph_launch_us", "one replay of a one-kernel graph, back to back (a throughput: "
+                                 "at most the CPU's cost of one replay call, an upper bound)"),
+        "graph_node_us": Price(NVIDIA_NODE_US, None, "not measured", NVIDIA_NODE_SOURCE, 0),
+    }
+    item, _, _ = _cost(costs, "item_sync_us")
+    decode_rows = data.get("decode", {}).get("rows") or [{}]
+    row1 = next((r for r in decode_rows if r.get("batch") == 1), decode_rows[0])
+    nodes = int(row1.get("graph_kernels", row1.get("kernels", 0)) or 0)
+    exposed = prices["graph_launch_us"].value + nodes * NVIDIA_NODE_US
+    prices["sync_us"] = price(
+        "item_sync_us", f"one .item() per token ({item:.1f} µs, graph loop with minus without), less the graph "
+        f"launch a sync leaves exposed ({exposed:.1f} µs), so the toy charges the recorded cost; measured as",
+        value=item - exposed)
+    prices["launch_in_model_us"] = price(
+        "kernel_in_model_us", "a kernel inside the tiny GPT, eager CPU time per kernel (not a default: lesson 02 "
+        "says why it costs more than a bare launch)")
+    return prices
+
+
 def derive_prices(data: dict[str, Any]) -> dict[str, Price]:
     """The toy's prices from the recorded benchmark, each with the measurement it was taken from."""
+    if isinstance(data.get("costs"), dict):
+        return _derive_from_costs(data)
     chain = _chain_rows(data)
     op = data.get("chain", {}).get("op", "a tiny element-wise op")
     per_call = "median of repeats" if data.get("schema", 1) >= 2 else "mean of back-to-back calls"
@@ -116,9 +168,10 @@ def derive_prices(data: dict[str, Any]) -> dict[str, Price]:
     spread = one.get("graph_step_spread_us")
     prices["graph_launch_us"] = Price(
         _rounded(graph_launch), None if spread is None else _rounded(spread),
-        "max - min over repeats" if spread is not None else "not recorded (one figure)",
-        f"graph replay of a chain of {one['kernels']} kernel: time per replay, back to back, which the CPU's "
-        f"replay call sets when the graph is this small", 1)
+        "max - min over repeats" if spread is not None else ONE_FIGURE,
+        f"graph replay of a chain of {one['kernels']} kernel: time per replay, back to back. A throughput, so at "
+        f"most the CPU's cost of one replay call (an upper bound; the CPU's replay call sets the pace when the "
+        f"graph is this small)", 1)
 
     prices["graph_node_us"] = Price(NVIDIA_NODE_US, None, "not measured", NVIDIA_NODE_SOURCE, 0)
 
@@ -139,10 +192,12 @@ def derive_prices(data: dict[str, Any]) -> dict[str, Price]:
 
     eager_in_model = _field(row1, "eager_step_us_median", "eager_step_us") / _field(row1, "kernels")
     prices["launch_in_model_us"] = Price(
-        _rounded(eager_in_model), None, "not recorded (one figure)",
+        _rounded(eager_in_model), None, ONE_FIGURE,
         f"eager decode step of the tiny GPT at batch {row1.get('batch', 1)}: CPU time per kernel launched "
         f"({_field(row1, 'eager_step_us_median', 'eager_step_us'):.0f} µs for {int(_field(row1, 'kernels'))} "
-        f"kernels). Not a default: a kernel inside a model costs more than a bare launch (lesson 02 says why)", 1)
+        f"kernels). One figure with no spread, while eager decode times have varied widely from one recording "
+        f"to the next: a rough price. Not a default: a kernel inside a model costs more than a "
+        f"bare launch (lesson 02 says why)", 1)
     return prices
 
 

@@ -66,6 +66,35 @@ def test_each_price_is_its_documented_measurement():
     assert prices["launch_in_model_us"].value == 18.0
 
 
+SCHEMA2 = {
+    "schema": 2,
+    "provenance": RECORDED["provenance"],
+    "method": {"repeats": 7},
+    "decode": {"rows": [{"batch": 1, "kernels": 57, "graph_kernels": 57}]},
+    "costs": {
+        "eager_launch_us": {"median": 6.5, "min": 6.0, "max": 7.5, "from": "chain of 100, eager, per kernel"},
+        "kernel_in_model_us": {"median": 16.0, "min": 15.0, "max": 18.0, "from": "decode b1 eager / kernels"},
+        "graph_node_us": {"median": 1.0, "min": 0.99, "max": 1.02, "from": "chain of 1000, replay, per node"},
+        "graph_launch_us": {"median": 3.0, "min": 2.5, "max": 4.0, "from": "1-kernel graph replay"},
+        "item_sync_us": {"median": 25.0, "min": 20.0, "max": 33.0, "from": "graph loop with - without .item()"},
+    },
+}
+
+
+def test_schema_2_takes_the_benchmarks_own_costs_with_their_spreads():
+    p = toy_prices.derive_prices(SCHEMA2)
+    assert (p["launch_us"].value, p["launch_us"].spread) == (6.5, 1.5)
+    assert (p["kernel_us"].value, p["kernel_us"].spread) == (1.0, 0.03)
+    assert (p["graph_launch_us"].value, p["graph_launch_us"].spread) == (3.0, 1.5)
+    assert p["sync_us"].value == pytest.approx(25.0 - 3.0 - 57 * 0.001, abs=1e-3) and p["sync_us"].spread == 13.0
+    assert p["launch_in_model_us"].value == 16.0
+    assert "max - min over 7 repeats" == p["launch_us"].spread_kind and "chain of 100" in p["launch_us"].measurement
+    broken = copy.deepcopy(SCHEMA2)
+    del broken["costs"]["item_sync_us"]["median"]
+    with pytest.raises(ReferenceDataError, match="item_sync_us"):
+        toy_prices.derive_prices(broken)
+
+
 def test_the_toy_with_these_prices_charges_the_recorded_item_cost():
     p = toy_prices.derive_prices(RECORDED)
     cost = tg.CostModel(**{k: p[k].value for k in ("launch_us", "kernel_us", "graph_launch_us", "graph_node_us",

@@ -3,6 +3,8 @@
 It makes a CUDA graph's rules visible: baked addresses, a fixed topology, buckets and
 padding, syncs that are illegal during capture, and a simulated CPU/GPU timeline.
 Read it in this order: errors, timeline, memory, freeze, capture, buckets.
+Beyond the lessons: conditional (IF/WHILE/SWITCH nodes), multistep (K decode steps in one
+graph), streams (a DAG captured from two streams), rng (a generator graphs can replay).
 """
 
 from .buckets import (BucketedGraphs, EagerFallbackWarning, PaddingReport, bucket_for, check_buckets,

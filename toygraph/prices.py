@@ -37,15 +37,15 @@ PRICES = {
     'graph_launch_us': {
         'value': 5.024,
         'spread': None,
-        'spread_kind': 'not recorded (one figure)',
-        'measurement': "graph replay of a chain of 1 kernel: time per replay, back to back, which the CPU's replay call sets when the graph is this small",
+        'spread_kind': 'not recorded (one figure): a loose price',
+        'measurement': "graph replay of a chain of 1 kernel: time per replay, back to back. A throughput, so at most the CPU's cost of one replay call (an upper bound; the CPU's replay call sets the pace when the graph is this small)",
         'samples': 1,
     },
     'graph_node_us': {
         'value': 0.001,
         'spread': None,
         'spread_kind': 'not measured',
-        'measurement': "published, not measured by the course: NVIDIA technical blog, 'Constant Time Launch for Straight-Line CUDA Graphs' (CUDA 12.6, about 1 ns per node of a repeat launch)",
+        'measurement': "published, not measured by the course: NVIDIA technical blog, 'Constant Time Launch for Straight-Line Graphs and Other Performance Enhancements' (CUDA 12.6, about 1 ns per node of a repeat launch)",
         'samples': 0,
     },
     'sync_us': {
@@ -58,8 +58,8 @@ PRICES = {
     'launch_in_model_us': {
         'value': 17.501,
         'spread': None,
-        'spread_kind': 'not recorded (one figure)',
-        'measurement': 'eager decode step of the tiny GPT at batch 1: CPU time per kernel launched (998 µs for 57 kernels). Not a default: a kernel inside a model costs more than a bare launch (lesson 02 says why)',
+        'spread_kind': 'not recorded (one figure): a loose price',
+        'measurement': 'eager decode step of the tiny GPT at batch 1: CPU time per kernel launched (998 µs for 57 kernels). One figure with no spread, while eager decode times have varied widely from one recording to the next: a rough price. Not a default: a kernel inside a model costs more than a bare launch (lesson 02 says why)',
         'samples': 1,
     },
 }

@@ -147,10 +147,11 @@ class Clock:
         self.timeline.events.append(Event("cpu", start, self.cpu_us, f"launch {label}", "launch", self.step))
         self._gpu(self.cpu_us, self.cost.kernel_us if kernel_us is None else kernel_us, label)
 
-    def replay(self, label: str, kernel_us: Sequence[float]) -> None:
-        """One graph launch: the CPU pays once, the GPU runs every node back to back."""
+    def replay(self, label: str, kernel_us: Sequence[float], n_nodes: int | None = None) -> None:
+        """One graph launch: the CPU pays once (plus a little per node), the GPU runs the kernels back to back."""
         start = self.cpu_us
-        self.cpu_us += self.cost.graph_launch_us + self.cost.graph_node_us * len(kernel_us)
+        nodes = len(kernel_us) if n_nodes is None else n_nodes
+        self.cpu_us += self.cost.graph_launch_us + self.cost.graph_node_us * nodes
         self.timeline.events.append(Event("cpu", start, self.cpu_us, f"replay {label}", "graph_launch", self.step))
         for i, us in enumerate(kernel_us):
             self._gpu(self.cpu_us, us, f"{label}[{i}]")
