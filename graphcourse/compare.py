@@ -273,3 +273,21 @@ def live_or_recorded_text(live: Any, recorded: Any, what: str) -> None:
     else:
         print(f"No CUDA GPU here: {what}, recorded on the course's NVIDIA H200 (torch 2.11.0+cu130, 2026-11-30):")
         print(recorded)
+
+
+PLAIN_COND_IN_CAPTURE = '''import torch
+x = torch.ones(4, device="cuda")
+flag = torch.tensor(True, device="cuda")
+step = lambda flag, x: torch.cond(flag, lambda v: v * 2, lambda v: v - 2, (x,))
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    step(flag, x)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g, stream=s):
+    out = step(flag, x)
+flag.fill_(False)
+g.replay()
+print("replayed:", out.tolist())
+'''
+"""torch.cond captured with no dispatch mode: without conditional-node support its predicate is read on the host."""

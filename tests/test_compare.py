@@ -60,3 +60,25 @@ def test_lessons_03_and_06_share_one_child_process_helper() -> None:
 
     assert compare.run_snippet is child.run_snippet is mistakes.run_snippet
     assert compare.ChildResult is mistakes.ChildResult is child.ChildResult
+
+
+def test_live_or_recorded_text_labels_recorded_text_on_a_machine_without_cuda(capsys, monkeypatch) -> None:
+    import graphcourse.teaching as teaching
+
+    monkeypatch.setattr(teaching, "cuda_here", lambda: False)
+    compare.live_or_recorded_text(lambda: "never called", compare.RECORDED_SHARED_POOL, "what the two graphs gave")
+    out = capsys.readouterr().out
+    assert out.startswith("No CUDA GPU here: what the two graphs gave, recorded on the course's NVIDIA H200")
+    assert "never called" not in out and "g2 gave 30" in out
+
+
+def test_two_graph_demo_needs_a_gpu_and_says_so() -> None:
+    import pytest as _pytest
+    import torch
+
+    if torch.cuda.is_available():
+        _pytest.skip("checks the refusal on a machine without CUDA")
+    from graphcourse.errors import NoCudaError
+
+    with _pytest.raises(NoCudaError, match="capturing two graphs"):
+        compare.two_graphs_one_pool()

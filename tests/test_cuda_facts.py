@@ -168,3 +168,12 @@ def test_torch_cond_is_captured_into_a_conditional_node_when_this_torch_supports
     if not result["supported"]:
         pytest.skip(f"this torch cannot capture torch.cond into a conditional node: {result['reason']}")
     assert result["when_true"] == pytest.approx(2.0) and result["when_false"] == pytest.approx(-1.0), result
+
+
+def test_without_conditional_node_support_a_plain_torch_cond_in_capture_is_a_refused_sync() -> None:
+    from graphcourse.compare import PLAIN_COND_IN_CAPTURE, cond_capture_demo, run_snippet
+
+    if cond_capture_demo()["supported"]:
+        pytest.skip("this torch captures torch.cond into conditional nodes (tested above)")
+    result = run_snippet(PLAIN_COND_IN_CAPTURE, timeout_s=300)
+    assert result.capture_refused, result.summary()
