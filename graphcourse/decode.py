@@ -91,7 +91,7 @@ def headline_lines(row: dict[str, Any], label: str) -> str:
         f"measured      : {with_spread(row, 'eager_step_us')} -> {with_spread(row, 'graph_step_us')} µs/token, "
         f"{with_spread(row, 'speedup', '.1f') if 'speedup' in row else format(eager_us / graph_us, '.1f')}x "
         f"({label}, batch {row['batch']}; median [min..max] over repeats)",
-        f"the kernels' own GPU time, the floor: {floor_us:.0f} µs, {side} the headline's {HEADLINE_GRAPH_US} µs",
+        f"the kernels' own GPU time, the floor: {floor_us:.0f} µs, {side} the rule of thumb's {HEADLINE_GRAPH_US} µs",
         f"overhead above the floor: eager {eager_over:.0f} µs ({eager_over / eager_us:.0%} of its step), "
         f"graph {graph_over:.0f} µs ({graph_over / graph_us:.0%} of its step)",
     ])

@@ -64,9 +64,9 @@ def test_with_spread_and_is_effect_read_the_min_and_max_keys() -> None:
 def test_headline_lines_put_the_quoted_headline_beside_the_measurement() -> None:
     text = decode.headline_lines({**row(), "kernel_time_us": 100.0}, "label")
     assert "1000 -> 50 µs/token, 20x" in text and "1000 -> 120 µs/token, 8.3x (label, batch 1;" in text
-    assert "floor: 100 µs, above the headline's 50 µs" in text
+    assert "floor: 100 µs, above the rule of thumb's 50 µs" in text
     assert "eager 900 µs (90% of its step), graph 20 µs (17% of its step)" in text
-    assert "below the headline" in decode.headline_lines({**row(), "kernel_time_us": 30.0}, "label")
+    assert "below the rule of thumb" in decode.headline_lines({**row(), "kernel_time_us": 30.0}, "label")
 
 
 def test_item_sync_lines_print_each_loops_cost_and_the_remaining_speedup() -> None:
