@@ -271,8 +271,10 @@ class Buffer(_DeviceObject):
     def _elementwise(self, other: object, op: Callable, symbol: str, reflected: bool = False) -> "Buffer":
         if _IN_KERNEL.get():
             raise InvalidArgumentError(
-                f"`{symbol}` on a buffer inside a kernel: a kernel works on values. Index the buffer "
-                f"(buf[i]) or take list(buf) inside the kernel, or pass it as an input of launch()."
+                f"`{symbol}` on a buffer inside a kernel: a kernel works on values. If the buffer came "
+                f"from buf[i] on the host, that is a view, not a number: read the number with .item() "
+                f"(a sync, outside capture) before launching, or pass the buffer as an input of launch() "
+                f"(read live at every replay), or index it inside the kernel (buf[i] there is a value)."
             )
         from .capture import launch
         name = f"{'r' if reflected else ''}{symbol}"
