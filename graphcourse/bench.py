@@ -437,6 +437,12 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
         bound = f"<= {t['max_target']}" if "max_target" in t else f">= {t['min_target']}"
         lines.append(f"target {name}: {t['value']:.3f} [{t['min']:.3f}..{t['max']:.3f}] {bound}: "
                      f"{'met' if t['met'] else 'MISSED'} (median)")
+    for name, fact in data.get("facts", {}).items():
+        if name == "mistakes":
+            for key, m in fact.items():
+                lines.append(f"fact mistakes.{key}: exit {m['returncode']}, {m['errors'][-1] if m['errors'] else 'no error'}")
+        else:
+            lines.append(f"fact {name}: {str(fact)[:300]}")
     lines.append(f"total {data['elapsed_s']:.0f} s")
     return lines
 
@@ -449,6 +455,9 @@ def run_all(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     data["decode"] = bench_decode(DECODE_BATCHES, quick)
     data["bucketed"] = bench_bucketed(quick)
     data["item_sync"] = bench_item_sync(quick)
+    from .compare import record_facts
+
+    data["facts"] = record_facts()  # the live demonstrations lessons 03 and 06 show, recorded for CPU machines
     data["costs"] = toy_costs(data)
     data["targets"] = check_targets(data)
     data["elapsed_s"] = time.perf_counter() - start

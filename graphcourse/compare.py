@@ -1,4 +1,8 @@
-"""Lesson 03's helpers: a toy result beside the real one, and captures that are meant to fail, run in a child process.
+"""Lesson 03's helpers: a toy result beside the real one, live GPU demonstrations, and captures meant to fail in a child.
+
+Every demonstration runs live on a CUDA GPU; on a CPU the lessons show what the course's own
+benchmark run recorded of it (``python -m graphcourse.bench`` stores them in the 'facts'
+section of data/gpu_reference.json, with the run's provenance), never hand-typed text.
 
 A failed CUDA-graph capture can leave the CUDA context unusable for the rest of the process, so
 :func:`run_failing_capture` runs the capture in a fresh Python and hands back only the error lines.
@@ -18,15 +22,6 @@ with torch.cuda.graph(g):
     token = (x * 2).sum().item()   # a sync: the CPU asks for a value the GPU has not computed
 '''
 """A capture that reads a value on the CPU: CUDA refuses it."""
-
-RECORDED_ITEM_IN_CAPTURE = (
-    "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing\n"
-    "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture"
-)
-"""The error lines the course's H200 machine printed for ITEM_IN_CAPTURE (torch 2.11.0+cu130, 2026-11-30), recorded text.
-
-First the refused sync itself, then the error torch raises when it ends the capture that the refusal invalidated.
-"""
 
 def run_failing_capture(code: str = ITEM_IN_CAPTURE, timeout_s: float = 120) -> ChildResult:
     """Run `code` in a child Python (a failed capture can poison this process's CUDA context) and report how it failed."""
@@ -238,31 +233,24 @@ def cond_capture_demo() -> dict[str, Any]:
     return {**info, "supported": True, "when_true": when_true, "when_false": when_false}
 
 
-RECORDED_SHARED_POOL = (
-    "replayed g2 then g1 (reverse of capture order), each output read at once: g2 gave 30 (x2 * 3 = 30), "
-    "g1 gave 3 (x1 * 2 + 1 = 3): correct\n"
-    "g2's output kept (not cloned) across g1's replay now reads 2 (it should be 30): g1 wrote its intermediate "
-    "x1 * 2 = 2 there\n"
-    "g2's output sits in the block g1's intermediate freed at capture: True"
-)
-"""What shared_pool_lines() printed on the course's H200 (torch 2.11.0+cu130, 2026-11-30): recorded text."""
+def recorded_fact(name: str, data: dict[str, Any] | None = None) -> Any:
+    """One live demonstration as the course's own benchmark run recorded it (data/gpu_reference.json, section 'facts')."""
+    from .errors import ReferenceDataError
+    from .reference import section
 
-RECORDED_GRAPHED_ALIAS = (
-    "y1 = graphed(x1); y2 = graphed(x2): same buffer: True; y1 still holds graphed(x1): False; y1 now equals y2: True\n"
-    "after .eval() (captured in train mode): the eager forward runs, a new tensor each call: True"
-)
-"""What graphed_alias_lines() printed on the course's H200 (torch 2.11.0+cu130, 2026-11-30): recorded text."""
-
-RECORDED_WARMUP_STREAM = {"other_stream_pool_allocated_bytes": 33685504, "same_stream_pool_allocated_bytes": 131072}
-"""warmup_stream_demo() on the course's H200 (torch 2.11.0+cu130, 2026-11-30): recorded figures."""
-
-RECORDED_COND = {"torch": "2.11.0+cu130", "cuda": "13.0", "supported": False,
-                 "reason": "no torch._higher_order_ops.cudagraph_conditional_nodes"}
-"""cond_capture_demo() on the course's H200 (2026-11-30): this torch does not capture torch.cond into conditional nodes."""
+    facts = section("facts", data)
+    if name not in facts:
+        raise ReferenceDataError(
+            f"the recorded facts have no {name!r} (they have: {', '.join(facts)}): re-run "
+            f"`python -m graphcourse.bench` on a GPU to record it."
+        )
+    return facts[name]
 
 
-def live_or_recorded_text(live: Any, recorded: Any, what: str) -> None:
-    """Print `live()` on a CUDA GPU; elsewhere print `recorded`, labelled as recorded on the course's H200."""
+def live_or_recorded_text(live: Any, fact: str, what: str, show: Any = str) -> None:
+    """Print `live()` on a CUDA GPU; elsewhere print the recorded fact `fact` through `show`, labelled with its run."""
+    from .errors import GraphCourseError
+    from .reference import load_reference, recorded_label
     from .teaching import cuda_here
 
     if cuda_here():
@@ -270,9 +258,24 @@ def live_or_recorded_text(live: Any, recorded: Any, what: str) -> None:
 
         print(f"live on {torch.cuda.get_device_name(0)}, torch {torch.__version__}:")
         print(live())
-    else:
-        print(f"No CUDA GPU here: {what}, recorded on the course's NVIDIA H200 (torch 2.11.0+cu130, 2026-11-30):")
-        print(recorded)
+        return
+    try:
+        data = load_reference()
+        value = recorded_fact(fact, data)
+    except GraphCourseError as exc:
+        print(f"No CUDA GPU here, and no recorded result to show: {exc}")
+        return
+    print(f"No CUDA GPU here: {what}, {recorded_label(data)} (the course's benchmark run):")
+    print(show(value))
+
+
+def warmup_lines(result: dict[str, int]) -> str:
+    """Lesson 03: the graph pools' sizes after warm-up on another stream and on the capture stream."""
+    mib = 2**20
+    return (f"warm-up and capture on different streams: "
+            f"{result['other_stream_pool_allocated_bytes'] / mib:6.2f} MiB allocated in the graph's pool\n"
+            f"warm-up and capture on one stream      : "
+            f"{result['same_stream_pool_allocated_bytes'] / mib:6.2f} MiB allocated in the graph's pool")
 
 
 PLAIN_COND_IN_CAPTURE = '''import torch
@@ -291,3 +294,35 @@ g.replay()
 print("replayed:", out.tolist())
 '''
 """torch.cond captured with no dispatch mode: without conditional-node support its predicate is read on the host."""
+
+
+def cond_lines() -> str:
+    """Lesson 06: can this torch capture torch.cond into a conditional node, and what a plain torch.cond in capture does."""
+    demo = cond_capture_demo()
+    if demo["supported"]:
+        first = (f"torch {demo['torch']} (CUDA {demo['cuda']}) captured torch.cond into a conditional node: replayed "
+                 f"with the predicate true it gave {demo['when_true']:g}, false {demo['when_false']:g}")
+    else:
+        first = f"torch {demo['torch']} (CUDA {demo['cuda']}) cannot capture torch.cond into a conditional node: {demo['reason']}"
+    plain = run_snippet(PLAIN_COND_IN_CAPTURE, 300)
+    lines = [first, "a plain torch.cond inside torch.cuda.graph, in a child process:", plain.summary()]
+    return "\n".join(lines)
+
+
+def recorded_item_in_capture(data: dict[str, Any] | None = None) -> str:
+    """The error lines the course's benchmark run recorded for ITEM_IN_CAPTURE (a sync inside capture)."""
+    return "\n".join(recorded_fact("item_in_capture_errors", data))
+
+
+def record_facts() -> dict[str, Any]:
+    """On a GPU: every live demonstration lessons 03 and 06 show, for the benchmark to store (section 'facts')."""
+    from .mistakes import record_mistakes
+
+    return {
+        "shared_pool": shared_pool_lines(),
+        "graphed_alias": graphed_alias_lines(),
+        "warmup_stream": warmup_stream_demo(),
+        "cond": cond_lines(),
+        "item_in_capture_errors": run_failing_capture(ITEM_IN_CAPTURE).errors,
+        "mistakes": record_mistakes(),
+    }

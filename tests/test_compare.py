@@ -48,12 +48,33 @@ def test_run_failing_capture_reports_a_child_error_without_touching_this_process
     assert not result.capture_refused
 
 
-def test_recorded_error_shows_both_lines_torch_printed() -> None:
-    lines = compare.RECORDED_ITEM_IN_CAPTURE.splitlines()
-    assert [any(m in line for line in lines) for m in compare.CAPTURE_ERROR_MARKERS] == [True, True]
-    assert compare.ChildResult(1, "", compare.RECORDED_ITEM_IN_CAPTURE).capture_refused
-    assert ".item()" in compare.ITEM_IN_CAPTURE and sys.executable
+FACTS = {"provenance": {"gpu_name": "Fake GPU", "date_utc": "2026-11-30T09:00:00Z", "torch": "9.9"},
+         "facts": {"shared_pool": "g2 gave 30", "warmup_stream": {"other_stream_pool_allocated_bytes": 2**25,
+                                                                  "same_stream_pool_allocated_bytes": 2**17},
+                   "item_in_capture_errors": [
+                       "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing",
+                       "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture"],
+                   "mistakes": {"cold_cublas": {"returncode": 1, "errors": ["RuntimeError: x"],
+                                                "summary": "  exit code 1\n  error: RuntimeError: x"}}}}
 
+
+def _recorded_here(monkeypatch, tmp_path, data=FACTS):
+    import json
+
+    import graphcourse.reference as reference
+    import graphcourse.teaching as teaching
+
+    path = tmp_path / "gpu_reference.json"
+    path.write_text(json.dumps(data))
+    monkeypatch.setattr(reference, "default_reference_path", lambda: path)
+    monkeypatch.setattr(teaching, "cuda_here", lambda: False)
+
+
+def test_recorded_sync_in_capture_errors_come_from_the_benchmark_run() -> None:
+    text = compare.recorded_item_in_capture(FACTS)
+    assert [any(m in line for line in text.splitlines()) for m in compare.CAPTURE_ERROR_MARKERS] == [True, True]
+    assert compare.ChildResult(1, "", text).capture_refused
+    assert ".item()" in compare.ITEM_IN_CAPTURE and sys.executable
 
 def test_lessons_03_and_06_share_one_child_process_helper() -> None:
     from graphcourse import child, mistakes
@@ -62,15 +83,27 @@ def test_lessons_03_and_06_share_one_child_process_helper() -> None:
     assert compare.ChildResult is mistakes.ChildResult is child.ChildResult
 
 
-def test_live_or_recorded_text_labels_recorded_text_on_a_machine_without_cuda(capsys, monkeypatch) -> None:
-    import graphcourse.teaching as teaching
-
-    monkeypatch.setattr(teaching, "cuda_here", lambda: False)
-    compare.live_or_recorded_text(lambda: "never called", compare.RECORDED_SHARED_POOL, "what the two graphs gave")
+def test_live_or_recorded_text_shows_the_recorded_fact_with_its_run(capsys, monkeypatch, tmp_path) -> None:
+    _recorded_here(monkeypatch, tmp_path)
+    compare.live_or_recorded_text(lambda: "never called", "shared_pool", "what the two graphs gave")
     out = capsys.readouterr().out
-    assert out.startswith("No CUDA GPU here: what the two graphs gave, recorded on the course's NVIDIA H200")
+    assert out.startswith("No CUDA GPU here: what the two graphs gave, recorded on Fake GPU, 2026-11-30, torch 9.9")
     assert "never called" not in out and "g2 gave 30" in out
+    compare.live_or_recorded_text(lambda: "", "warmup_stream", "sizes", compare.warmup_lines)
+    assert "32.00 MiB allocated" in capsys.readouterr().out
+    compare.live_or_recorded_text(lambda: "", "not_there", "x")
+    assert "no recorded result" in capsys.readouterr().out
 
+
+def test_lesson_06_shows_a_recorded_child_run_or_says_none_was_recorded(capsys, monkeypatch, tmp_path) -> None:
+    from graphcourse import mistakes
+
+    _recorded_here(monkeypatch, tmp_path)
+    assert mistakes.live_or_expected(mistakes.SNIPPETS["cold_cublas"], "cold_cublas") is None
+    out = capsys.readouterr().out
+    assert "recorded on Fake GPU" in out and "error: RuntimeError: x" in out
+    mistakes.live_or_expected("", "default_stream")
+    assert "Expected, not measured" in capsys.readouterr().out
 
 def test_two_graph_demo_needs_a_gpu_and_says_so() -> None:
     import pytest as _pytest

@@ -36,8 +36,8 @@ def _stdout(explorer: w.Explorer) -> str:
 
 
 def test_kernel_time_keeps_its_floor_then_grows_with_rows():
-    assert w.kernel_us_at_batch(2.0, 1) == 2.0
-    assert w.kernel_us_at_batch(2.0, 17, rows_to_double=16) == pytest.approx(4.0)
+    assert w.kernel_us_at_batch(2.0, 1) == pytest.approx(2.0, rel=0.01)
+    assert w.kernel_us_at_batch(2.0, 16, saturation_batch=16) == pytest.approx(2.0 * 2**0.5)
     assert w.kernel_us_at_batch(2.0, 2) < 2.0 * 1.1, "nearly flat at small batches"
     with pytest.raises(ValueError, match="batch_size"):
         w.kernel_us_at_batch(2.0, 0)
@@ -290,10 +290,20 @@ def test_launch_tax_reads_as_rounded_figures():
     assert text == "LaunchTax(40 kernels of 1.00 µs at batch 1, launch 12.00 µs: eager 480.0 µs, graph 40.0 µs, 12.00x)"
 
 
-def test_batch_model_is_fitted_to_the_recorded_decode_kernel_times() -> None:
-    rows = [{"batch": 1, "kernel_time_us": 100.0}, {"batch": 11, "kernel_time_us": 120.0},
-            {"batch": 21, "kernel_time_us": 140.0}]
-    assert w.fit_rows_to_double(rows) == pytest.approx(50.0)
+def test_batch_model_is_nearly_flat_until_saturation_and_fitted_per_kernel() -> None:
+    assert w.saturation_curve(4, 64) < 1.01 and w.saturation_curve(640, 64) == pytest.approx(10.05, rel=0.01)
+    # per-kernel times: a step's kernel count may change with the batch, so the fit divides it out
+    rows = [{"batch": 1, "kernels": 10, "kernel_time_us": 100.0},
+            {"batch": 40, "kernels": 20, "kernel_time_us": 200.0 * 2**0.5},
+            {"batch": 80, "kernels": 10, "kernel_time_us": 100.0 * 5**0.5}]
+    assert w.fit_saturation_batch(rows) == pytest.approx(40.0, rel=0.02)
     with pytest.raises(ValueError, match="batch-1 row"):
-        w.fit_rows_to_double(rows[1:])
-    assert 10 < w.ROWS_TO_DOUBLE < 1000 and w.ROWS_TO_DOUBLE_SOURCE
+        w.fit_saturation_batch(rows[1:])
+    assert 1 < w.SATURATION_BATCH < 10_000 and w.SATURATION_SOURCE
+
+
+def test_launch_tax_text_flags_batches_beyond_the_measured_ones() -> None:
+    if not w.MEASURED_MAX_BATCH:
+        pytest.skip("no recorded decode rows here")
+    assert "extrapolation" in w.launch_tax(batch_size=w.MEASURED_MAX_BATCH + 1).text
+    assert "extrapolation" not in w.launch_tax(batch_size=w.MEASURED_MAX_BATCH).text
