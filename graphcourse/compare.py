@@ -326,3 +326,31 @@ def record_facts() -> dict[str, Any]:
         "item_in_capture_errors": run_failing_capture(ITEM_IN_CAPTURE).errors,
         "mistakes": record_mistakes(),
     }
+
+
+def pool_table_lines(memory_per_bucket: Sequence[dict[str, int]]) -> str:
+    """Memory each bucket's capture added, per kind of pool: bytes allocated to its tensors, and segments reserved.
+
+    Allocated bytes are the graph's own tensors (each block rounded to 512 bytes); reserved bytes
+    are whole segments the pool took from the driver (2 MiB segments for requests of at most
+    1 MiB, 20 MiB for up to 10 MiB, larger ones rounded up to 2 MiB), so small graphs show 0 or 2.
+    """
+    mib = 2**20
+    rows = sorted(memory_per_bucket, key=lambda m: m["bucket"])
+    has_alloc = all("private_pool_allocated_bytes" in m for m in rows)
+    lines = ["MiB a capture added: allocated to its tensors / reserved in segments" if has_alloc
+             else "MiB a capture added: reserved in segments (this recording has no allocated bytes)"]
+    for m in rows:
+        parts = []
+        for kind in ("private", "shared"):
+            res = m[f"{kind}_pool_reserved_bytes"] / mib
+            text = f"{m[f'{kind}_pool_allocated_bytes'] / mib:6.3f} / {res:4.1f}" if has_alloc else f"{res:4.1f}"
+            parts.append(f"{'own private pool' if kind == 'private' else 'one shared pool'} {text}")
+        lines.append(f"bucket {m['bucket']:>2}: " + ", ".join(parts))
+    for kind in ("private", "shared"):
+        res = sum(m[f"{kind}_pool_reserved_bytes"] for m in rows) / mib
+        alloc = (f"{sum(m[f'{kind}_pool_allocated_bytes'] for m in rows) / mib:.3f} MiB allocated, "
+                 if has_alloc else "")
+        where = "private pools" if kind == "private" else "one shared pool"
+        lines.append(f"all {len(rows)} graphs, {where}: {alloc}{res:.1f} MiB reserved")
+    return "\n".join(lines)

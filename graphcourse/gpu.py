@@ -77,8 +77,9 @@ class MemoryDelta:
     """GPU memory a capture added to its graph's pool, as the caching allocator accounts that pool.
 
     ``allocated_bytes``: blocks held by the graph's tensors (each rounded up to 512 bytes);
-    ``reserved_bytes``: segments the pool took from the driver (large ones rounded up to 2 MiB);
-    ``requested_bytes``: what the tensors asked for, before rounding.
+    ``reserved_bytes``: whole segments the pool took from the driver (a request of at most 1 MiB is
+    served from a 2 MiB segment, one of up to 10 MiB from a 20 MiB segment, larger ones are rounded
+    up to a multiple of 2 MiB); ``requested_bytes``: what the tensors asked for, before rounding.
     """
 
     allocated_bytes: int
@@ -183,9 +184,10 @@ def capture(
 
     The example inputs are cloned into static inputs that the graph reads on every replay; copy new
     data into them (``replay(*new_inputs)`` does) rather than passing new tensors. Give the same
-    `pool` (from ``torch.cuda.graph_pool_handle()``) to several captures to let them share memory:
-    safe for graphs that never run at the same time, in any order, as long as each output is
-    read or cloned before another graph of the pool replays (lesson 03).
+    `pool` (from ``torch.cuda.graph_pool_handle()``) to several captures to let them share memory.
+    Graphs sharing a pool must never run at the same time; graphs that do not consume each
+    other's outputs may replay in any order, each output read or cloned before another graph of
+    the pool replays; graphs that do consume them must replay in capture order (lesson 03).
     """
     require_cuda("capturing a CUDA graph")
     static_inputs = tuple(x.clone() for x in example_inputs)
@@ -336,15 +338,26 @@ class BucketedRunner:
         warmup_iters: int = 3,
         progress: bool | None = None,
         step_factory: Callable[..., Any] | None = None,
+        cache: "StaticKVCache | None" = None,
     ) -> None:
         """Capture `fn` once per bucket on inputs shaped like `example` (any batch size; rows are what matter).
 
         `progress`: a bar while capturing; None shows one in a terminal only (see :func:`show_progress`).
+        `cache`: the KV cache the step writes. Then the step's last input must be each row's cache
+        slot, and padded rows get ``cache.pad_slot``, so they can never write a live sequence's rows.
         """
         self.fn = fn
         self.buckets = check_buckets(buckets)
         examples = example if isinstance(example, tuple) else (example,)
         pads = pad_value if isinstance(pad_value, tuple) else (pad_value,) * len(examples)
+        if cache is not None:
+            if len(examples) < 2 or examples[-1].dtype != torch.long:
+                raise BatchShapeError(
+                    "a runner over a KV cache needs each row's cache slot as the step's last input (a long "
+                    "tensor), so that padded rows write cache.pad_slot and never a live sequence's rows: "
+                    "use graphcourse.gpu.decode_runner, or add a slots input to your step."
+                )
+            pads = (*pads[:-1], cache.pad_slot)
         if len(pads) != len(examples):
             raise ValueError(f"{len(examples)} example inputs but {len(pads)} pad values: give one pad value per input.")
         self.pad_values = pads
@@ -431,7 +444,7 @@ def decode_runner(
         return model.decode_step(tokens, pos, cache, slots=slots)
 
     example = (torch.zeros(1, dtype=torch.long, device=device), torch.zeros(1, dtype=torch.long, device=device))
-    return BucketedRunner(step, example, buckets, pad_value=(0, cache.pad_slot), **runner_kw)
+    return BucketedRunner(step, example, buckets, pad_value=(0, cache.pad_slot), cache=cache, **runner_kw)
 
 
 def show_progress(progress: bool | None = None) -> bool:
@@ -620,7 +633,12 @@ class StaticKVCache:
         return self.k.numel() * self.k.element_size() * 2
 
     def batch_view(self, batch: int) -> "StaticKVCache":
-        """The first `batch` sequences, a view sharing memory (what one bucket's graph reads and writes)."""
+        """The first `batch` sequences, a view sharing memory, with no scratch slot.
+
+        Fine for a batch that fills it. Not for a padded bucket: its padded rows would write the
+        rows of live sequences. Give each row its slot instead (``decode_step(..., slots=...)``;
+        :func:`decode_runner` pads slots with ``pad_slot``).
+        """
         if batch > self.batch:
             raise BatchShapeError(
                 f"the cache holds {self.batch} sequences, asked for {batch}: allocate it for the largest bucket."

@@ -203,3 +203,23 @@ def tp_step_kernels(layers: int, compute_kernels: int, compute_us: float,
         raise ValueError(f"kernel times must be >= 0 µs, got {compute_us!r} and {allreduce_us!r}.")
     layer = [float(compute_us)] * compute_kernels + [float(allreduce_us)] * allreduces
     return layer * layers
+
+
+def memory_rows_live(buckets: Sequence[int], d_model: int = 1024) -> list[dict[str, int]]:
+    """Capture a two-layer step once per bucket, with a pool each and with one shared pool: bytes each capture added.
+
+    The rows are :meth:`graphcourse.gpu.CaptureMemoryReport.as_json_rows` (allocated and reserved
+    bytes per kind of pool, from each pool's own allocator statistics).
+    """
+    import torch
+
+    from .gpu import capture_memory, require_cuda
+
+    require_cuda("capturing one graph per bucket")
+    w1 = torch.randn(d_model, 4 * d_model, device="cuda") / d_model**0.5
+    w2 = torch.randn(4 * d_model, d_model, device="cuda") / d_model**0.5
+
+    def step(x: Any) -> Any:
+        return torch.relu(x @ w1) @ w2
+
+    return capture_memory(step, torch.zeros(1, d_model, device="cuda"), buckets).as_json_rows()

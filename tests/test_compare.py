@@ -115,3 +115,15 @@ def test_two_graph_demo_needs_a_gpu_and_says_so() -> None:
 
     with _pytest.raises(NoCudaError, match="capturing two graphs"):
         compare.two_graphs_one_pool()
+
+
+def test_pool_table_shows_allocated_beside_reserved_and_copes_with_old_recordings() -> None:
+    rows = [{"bucket": 2, "private_pool_reserved_bytes": 2**21, "shared_pool_reserved_bytes": 0,
+             "private_pool_allocated_bytes": 2**10, "shared_pool_allocated_bytes": 2**10},
+            {"bucket": 1, "private_pool_reserved_bytes": 2**21, "shared_pool_reserved_bytes": 2**21,
+             "private_pool_allocated_bytes": 512, "shared_pool_allocated_bytes": 512}]
+    text = compare.pool_table_lines(rows)
+    assert text.splitlines()[1].startswith("bucket  1: own private pool  0.000 /  2.0")
+    assert "all 2 graphs, one shared pool: 0.001 MiB allocated, 2.0 MiB reserved" in text
+    old = [{k: v for k, v in r.items() if "allocated" not in k} for r in rows]
+    assert "no allocated bytes" in compare.pool_table_lines(old)

@@ -174,3 +174,18 @@ def test_runner_with_several_inputs_checks_their_rows() -> None:
         runner(torch.ones(3), torch.ones(2))
     with pytest.raises(BatchShapeError, match="batched input"):
         runner(torch.ones(3))
+
+
+def test_a_runner_over_a_kv_cache_refuses_a_step_without_slots() -> None:
+    model, cache, pos = _decode_setup()
+
+    def unsafe(tokens):
+        return model.decode_step(tokens, pos, cache.batch_view(tokens.shape[0]))
+
+    with pytest.raises(BatchShapeError, match="cache slot as the step's last input"):
+        BucketedRunner(unsafe, torch.zeros(1, dtype=torch.long), (1, 2, 4), cache=cache, progress=False,
+                       step_factory=EagerStep.build)
+    runner = BucketedRunner(lambda t, s: model.decode_step(t, pos, cache, slots=s),
+                            (torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long)), (1, 2, 4),
+                            pad_value=(0, 0), cache=cache, progress=False, step_factory=EagerStep.build)
+    assert runner.pad_values[-1] == cache.pad_slot, "the cache's scratch slot replaces any other slot pad"
