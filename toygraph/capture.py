@@ -1,6 +1,6 @@
 """ToyGraph: record a list of kernels once, capture them at fixed addresses, replay them for one launch.
 
-The seed lesson's example works as it is::
+The example of the seed lesson (the one-page text lesson this course grew from) works as it is::
 
     g = ToyGraph()
     g.record(lambda x: [v * 2 for v in x])
