@@ -32,6 +32,8 @@ def as_values(x: Any) -> list[float]:
     """A plain list of floats from a toy buffer, a list or a tensor (copied to the CPU)."""
     if hasattr(x, "detach"):
         x = x.detach().cpu().reshape(-1).tolist()
+    elif hasattr(x, "tolist"):  # a toy buffer: one read of all its values (iterating it would give views)
+        x = x.tolist()
     return [float(v) for v in x]
 
 
