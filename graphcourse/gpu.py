@@ -42,6 +42,7 @@ __all__ = [
     "benchmark_us",
     "capture",
     "capture_memory",
+    "capture_stream",
     "decode_runner",
     "pool_memory",
     "PoolMemory",
@@ -174,6 +175,24 @@ def _check_same_shape(static: Tensor, new: Tensor) -> None:
         )
 
 
+_CAPTURE_STREAMS: dict[int, Any] = {}
+
+
+def capture_stream() -> Any:
+    """The one side stream on which every capture of this process warms up and is captured, per device.
+
+    One stream for all captures, as vLLM's ``graph_capture()`` and torch's own default capture
+    stream do: the caching allocator reuses a freed block only for allocations on the stream it
+    was freed on, so graphs sharing a pool reuse each other's freed memory only if they were
+    captured on the same stream.
+    """
+    require_cuda("a CUDA capture stream")
+    device = torch.cuda.current_device()
+    if device not in _CAPTURE_STREAMS:
+        _CAPTURE_STREAMS[device] = torch.cuda.Stream()
+    return _CAPTURE_STREAMS[device]
+
+
 def capture(
     fn: Callable[..., Any],
     *example_inputs: Tensor,
@@ -192,8 +211,9 @@ def capture(
     require_cuda("capturing a CUDA graph")
     static_inputs = tuple(x.clone() for x in example_inputs)
     # Warm-up: lazy initialisation (cuBLAS handles and their workspaces, which PyTorch keys by stream,
-    # algorithm choice) must not happen during capture. Warm up on the stream the capture will use.
-    side = torch.cuda.Stream()
+    # algorithm choice) must not happen during capture. Warm up on the stream the capture will use,
+    # the same for every capture, so graphs sharing a pool can reuse each other's freed blocks.
+    side = capture_stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(warmup_iters):

@@ -177,3 +177,22 @@ def test_without_conditional_node_support_a_plain_torch_cond_in_capture_is_a_ref
         pytest.skip("this torch captures torch.cond into conditional nodes (tested above)")
     result = run_snippet(PLAIN_COND_IN_CAPTURE, timeout_s=300)
     assert result.capture_refused, result.summary()
+
+
+def test_graphs_captured_on_one_stream_into_a_shared_pool_reuse_its_memory() -> None:
+    """The caching allocator reuses a freed block only on its stream: gpu.capture uses one stream for every capture."""
+    d = 1024
+    w1 = torch.randn(d, 4 * d, device="cuda")
+    w2 = torch.randn(4 * d, d, device="cuda")
+
+    def step(x):
+        return torch.relu(x @ w1) @ w2
+
+    gpu.capture(step, torch.zeros(2, d, device="cuda"))  # one-time costs out of the way
+    pool = torch.cuda.graph_pool_handle()
+    big = gpu.capture(step, torch.zeros(256, d, device="cuda"), pool=pool)
+    small_shared = gpu.capture(step, torch.zeros(128, d, device="cuda"), pool=pool)
+    small_private = gpu.capture(step, torch.zeros(128, d, device="cuda"))
+    assert big.memory.reserved_bytes > 0
+    assert small_shared.memory.reserved_bytes < small_private.memory.reserved_bytes, (
+        small_shared.memory, small_private.memory)
