@@ -2,6 +2,9 @@
 
 Each notebook runs top to bottom in a fresh kernel, in its own folder, with nbclient. A
 notebook that fails is left untouched on disk (nothing lost) and the error is reported.
+Cells tagged ``strip-output`` are run but stored without their outputs: they describe the
+machine that runs them (lesson 00), so a learner must see their own machine's answer, never
+the one of the machine the course was built on.
 """
 
 from __future__ import annotations
@@ -17,6 +20,20 @@ from nbclient.exceptions import CellExecutionError
 from tqdm import tqdm
 
 
+STRIP_TAG = "strip-output"
+"""Cell tag: run the cell, store it without outputs (its answer belongs to whoever runs it)."""
+
+
+def strip_tagged_outputs(nb: "nbformat.NotebookNode") -> int:
+    """Clear the outputs and execution count of every code cell tagged STRIP_TAG; returns how many."""
+    n = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code" and STRIP_TAG in cell.metadata.get("tags", []):
+            cell.outputs, cell.execution_count = [], None
+            n += 1
+    return n
+
+
 def execute_notebook(path: Path, timeout_s: int = 600, kernel_name: str = "python3") -> float:
     """Run one notebook top to bottom and write it back with its outputs; returns the seconds it took."""
     nb = nbformat.read(path, as_version=4)
@@ -24,6 +41,7 @@ def execute_notebook(path: Path, timeout_s: int = 600, kernel_name: str = "pytho
     NotebookClient(nb, timeout=timeout_s, kernel_name=kernel_name,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     elapsed = time.perf_counter() - start
+    strip_tagged_outputs(nb)
     nbformat.write(nb, path)
     return elapsed
 

@@ -42,6 +42,10 @@ __all__ = [
     "benchmark_us",
     "capture",
     "capture_memory",
+    "capture_stream",
+    "decode_runner",
+    "pool_memory",
+    "PoolMemory",
     "cuda_available",
     "cuda_time_us",
     "fill_padded_",
@@ -71,10 +75,57 @@ def require_cuda(what: str = "this step") -> None:
 
 @dataclass(frozen=True)
 class MemoryDelta:
-    """GPU memory a capture added: bytes held by live tensors and bytes the caching allocator reserved."""
+    """GPU memory a capture added to its graph's pool, as the caching allocator accounts that pool.
+
+    ``allocated_bytes``: blocks held by the graph's tensors (each rounded up to 512 bytes);
+    ``reserved_bytes``: whole segments the pool took from the driver (a request of at most 1 MiB is
+    served from a 2 MiB segment, one of up to 10 MiB from a 20 MiB segment, larger ones are rounded
+    up to a multiple of 2 MiB); ``requested_bytes``: what the tensors asked for, before rounding.
+    """
 
     allocated_bytes: int
     reserved_bytes: int
+    requested_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class PoolMemory:
+    """One memory pool's own statistics, summed over its segments in ``torch.cuda.memory_snapshot()``."""
+
+    reserved_bytes: int
+    allocated_bytes: int
+    requested_bytes: int
+    segments: int
+
+    def minus(self, earlier: "PoolMemory") -> MemoryDelta:
+        """What was added to this pool since `earlier`."""
+        return MemoryDelta(self.allocated_bytes - earlier.allocated_bytes, self.reserved_bytes - earlier.reserved_bytes,
+                           self.requested_bytes - earlier.requested_bytes)
+
+
+EMPTY_POOL = PoolMemory(0, 0, 0, 0)
+
+
+def pool_memory(pool_id: Any) -> PoolMemory:
+    """Statistics of one graph pool (``g.pool()`` or ``torch.cuda.graph_pool_handle()``) from the allocator's snapshot.
+
+    Every segment of the caching allocator's snapshot names the pool that owns it
+    (``segment_pool_id``); summing the segments of one pool gives that pool's reserved,
+    allocated and requested bytes, untouched by whatever other pools or tensors are doing.
+    """
+    require_cuda("reading a graph pool's memory")
+    torch.cuda.synchronize()
+    want = tuple(pool_id)
+    reserved = allocated = requested = segments = 0
+    for seg in torch.cuda.memory_snapshot():
+        if tuple(seg.get("segment_pool_id", ())) != want:
+            continue
+        segments += 1
+        reserved += seg["total_size"]
+        allocated += seg["allocated_size"]
+        requested += sum(b.get("requested_size", b["size"]) for b in seg.get("blocks", ())
+                         if b.get("state") == "active_allocated")
+    return PoolMemory(reserved, allocated, requested, segments)
 
 
 def _memory_now() -> tuple[int, int]:
@@ -124,37 +175,57 @@ def _check_same_shape(static: Tensor, new: Tensor) -> None:
         )
 
 
+_CAPTURE_STREAMS: dict[int, Any] = {}
+
+
+def capture_stream() -> Any:
+    """The one side stream on which every capture of this process warms up and is captured, per device.
+
+    One stream for all captures, as vLLM's ``graph_capture()`` and torch's own default capture
+    stream do: the caching allocator reuses a freed block only for allocations on the stream it
+    was freed on, so graphs sharing a pool reuse each other's freed memory only if they were
+    captured on the same stream.
+    """
+    require_cuda("a CUDA capture stream")
+    device = torch.cuda.current_device()
+    if device not in _CAPTURE_STREAMS:
+        _CAPTURE_STREAMS[device] = torch.cuda.Stream()
+    return _CAPTURE_STREAMS[device]
+
+
 def capture(
     fn: Callable[..., Any],
     *example_inputs: Tensor,
     warmup_iters: int = 3,
     pool: Any = None,
 ) -> CapturedGraph:
-    """Warm `fn` up on a side stream, capture it with torch.cuda.graph on a non-default stream, return the replayable graph.
+    """Warm `fn` up on a side stream, capture it on that same stream with torch.cuda.graph, return the replayable graph.
 
     The example inputs are cloned into static inputs that the graph reads on every replay; copy new
     data into them (``replay(*new_inputs)`` does) rather than passing new tensors. Give the same
-    `pool` (from ``torch.cuda.graph_pool_handle()``) to several captures to let them share memory;
-    replay those graphs one at a time, on one stream.
+    `pool` (from ``torch.cuda.graph_pool_handle()``) to several captures to let them share memory.
+    Graphs sharing a pool must never run at the same time; graphs that do not consume each
+    other's outputs may replay in any order, each output read or cloned before another graph of
+    the pool replays; graphs that do consume them must replay in capture order (lesson 03).
     """
     require_cuda("capturing a CUDA graph")
     static_inputs = tuple(x.clone() for x in example_inputs)
-    # Warm-up: lazy initialisation (cuBLAS handles, workspaces, autotuning) must not happen during capture.
-    side = torch.cuda.Stream()
+    # Warm-up: lazy initialisation (cuBLAS handles and their workspaces, which PyTorch keys by stream,
+    # algorithm choice) must not happen during capture. Warm up on the stream the capture will use,
+    # the same for every capture, so graphs sharing a pool can reuse each other's freed blocks.
+    side = capture_stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(warmup_iters):
             fn(*static_inputs)
-    torch.cuda.current_stream().wait_stream(side)
-    allocated_before, reserved_before = _memory_now()
+    before = pool_memory(pool) if pool is not None else EMPTY_POOL
     graph = torch.cuda.CUDAGraph()
     start_s = time.perf_counter()
-    with torch.cuda.graph(graph, pool=pool):  # torch.cuda.graph captures on its own non-default stream
+    with torch.cuda.graph(graph, pool=pool, stream=side):  # capture on the warmed-up, non-default stream
         static_output = fn(*static_inputs)
     torch.cuda.synchronize()
     capture_s = time.perf_counter() - start_s
-    allocated_after, reserved_after = _memory_now()
-    memory = MemoryDelta(allocated_after - allocated_before, reserved_after - reserved_before)
+    memory = pool_memory(graph.pool()).minus(before)
     return CapturedGraph(graph, static_inputs, static_output, memory, capture_s)
 
 
@@ -271,53 +342,80 @@ class BucketedRunner:
 
     Above the largest bucket the batch runs eagerly with an :class:`EagerFallbackWarning`, the
     policy ``toygraph.buckets`` documents. Outputs are sliced copies, safe to keep across calls.
+    A step may take several batched inputs (``example`` a tuple, ``pad_value`` one value per
+    input): the decode runner (:func:`decode_runner`) pads its cache slots with the scratch slot,
+    so padded rows never write into a live sequence's KV cache rows.
     """
 
     def __init__(
         self,
-        fn: Callable[[Tensor], Any],
-        example: Tensor,
+        fn: Callable[..., Any],
+        example: Tensor | tuple[Tensor, ...],
         buckets: Iterable[int],
         *,
-        pad_value: float = 0,
+        pad_value: float | tuple[float, ...] = 0,
         share_pool: bool = True,
         warmup_iters: int = 3,
         progress: bool | None = None,
         step_factory: Callable[..., Any] | None = None,
+        cache: "StaticKVCache | None" = None,
     ) -> None:
         """Capture `fn` once per bucket on inputs shaped like `example` (any batch size; rows are what matter).
 
         `progress`: a bar while capturing; None shows one in a terminal only (see :func:`show_progress`).
+        `cache`: the KV cache the step writes. Then the step's last input must be each row's cache
+        slot, and padded rows get ``cache.pad_slot``, so they can never write a live sequence's rows.
         """
         self.fn = fn
         self.buckets = check_buckets(buckets)
-        self.pad_value = pad_value
+        examples = example if isinstance(example, tuple) else (example,)
+        pads = pad_value if isinstance(pad_value, tuple) else (pad_value,) * len(examples)
+        if cache is not None:
+            if len(examples) < 2 or examples[-1].dtype != torch.long:
+                raise BatchShapeError(
+                    "a runner over a KV cache needs each row's cache slot as the step's last input (a long "
+                    "tensor), so that padded rows write cache.pad_slot and never a live sequence's rows: "
+                    "use graphcourse.gpu.decode_runner, or add a slots input to your step."
+                )
+            pads = (*pads[:-1], cache.pad_slot)
+        if len(pads) != len(examples):
+            raise ValueError(f"{len(examples)} example inputs but {len(pads)} pad values: give one pad value per input.")
+        self.pad_values = pads
+        self.pad_value = pads[0]
         self.shared_pool = share_pool and step_factory is None
         self.batch_sizes: list[int] = []
         self._replays = {b: 0 for b in self.buckets}
         order = sorted(self.buckets, reverse=True)
-        statics = {b: _static_batch(example, b, pad_value) for b in order}
+        statics = {b: tuple(_static_batch(e, b, p) for e, p in zip(examples, pads)) for b in order}
         if step_factory is None:
             require_cuda("BucketedRunner (one CUDA graph per bucket)")
             pool = torch.cuda.graph_pool_handle() if share_pool else None
 
-            def step_factory(f: Callable[..., Any], x: Tensor) -> CapturedGraph:
-                return capture(f, x, warmup_iters=warmup_iters, pool=pool)
+            def step_factory(f: Callable[..., Any], *x: Tensor) -> CapturedGraph:
+                return capture(f, *x, warmup_iters=warmup_iters, pool=pool)
 
             # One-time costs go to a throwaway capture (smallest bucket, private pool), so each bucket's
             # report holds only what its own capture added; capture_memory() measures the same way.
-            _pay_one_time_costs(fn, [statics[order[-1]]], lambda f, x: capture(f, x, warmup_iters=warmup_iters))
+            _pay_one_time_costs(fn, [statics[order[-1]]], lambda f, *x: capture(f, *x, warmup_iters=warmup_iters))
 
         from tqdm.auto import tqdm
 
         self.steps: dict[int, Any] = {}
         # Largest first: with a shared pool, smaller graphs reuse the memory the largest one reserved.
         for b in tqdm(order, desc="capturing buckets", unit="graph", disable=not show_progress(progress)):
-            self.steps[b] = step_factory(fn, statics[b])
+            self.steps[b] = step_factory(fn, *statics[b])
 
-    def __call__(self, batch: Tensor) -> Any:
+    def __call__(self, batch: Tensor, *more: Tensor) -> Any:
         """Run one batch: pad to its bucket, replay, slice; eagerly with a warning above the largest bucket."""
+        inputs = (batch, *more)
+        if len(inputs) != len(self.pad_values):
+            raise BatchShapeError(
+                f"the runner was captured with {len(self.pad_values)} batched input(s), called with {len(inputs)}: "
+                f"pass the same inputs as the example it was built with."
+            )
         rows = batch.shape[0]
+        if any(x.shape[0] != rows for x in more):
+            raise BatchShapeError(f"inputs with {[x.shape[0] for x in inputs]} rows: every input needs one row per sequence.")
         self.batch_sizes.append(rows)
         bucket = bucket_for(rows, self.buckets)
         if bucket is None:
@@ -328,9 +426,10 @@ class BucketedRunner:
                 ),
                 stacklevel=2,
             )
-            return self.fn(batch)
+            return self.fn(*inputs)
         step = self.steps[bucket]
-        fill_padded_(step.static_inputs[0], batch, self.pad_value)
+        for static, x, pad in zip(step.static_inputs, inputs, self.pad_values):
+            fill_padded_(static, x, pad)
         output = step.replay()
         self._replays[bucket] += 1
         return slice_rows(output, rows)
@@ -342,6 +441,30 @@ class BucketedRunner:
             for b, s in sorted(self.steps.items())
         )
         return RunnerReport(per_bucket, padding_report(self.batch_sizes, self.buckets), self.shared_pool)
+
+
+def decode_runner(
+    model: "TinyGPT",
+    cache: "StaticKVCache",
+    pos: Tensor,
+    buckets: Iterable[int],
+    **runner_kw: Any,
+) -> BucketedRunner:
+    """A BucketedRunner of the decode step, ``runner(tokens, slots)``: padded rows write only the cache's scratch slot.
+
+    Padding is not free of side effects: a padded row still runs the whole step, and the step
+    writes its K and V into the cache. Each row therefore carries the cache slot it owns
+    (``slots``), and padded rows get ``cache.pad_slot``, a row no sequence owns (vLLM's
+    ``PAD_SLOT_ID`` plays this part), so a batch of 3 padded to 4 cannot overwrite the
+    fourth live sequence's keys and values.
+    """
+    device = cache.k.device
+
+    def step(tokens: Tensor, slots: Tensor) -> Tensor:
+        return model.decode_step(tokens, pos, cache, slots=slots)
+
+    example = (torch.zeros(1, dtype=torch.long, device=device), torch.zeros(1, dtype=torch.long, device=device))
+    return BucketedRunner(step, example, buckets, pad_value=(0, cache.pad_slot), cache=cache, **runner_kw)
 
 
 def show_progress(progress: bool | None = None) -> bool:
@@ -357,18 +480,18 @@ def _static_batch(example: Tensor, rows: int, pad_value: float = 0) -> Tensor:
     return torch.full((rows, *example.shape[1:]), pad_value, dtype=example.dtype, device=example.device)
 
 
-def _pay_one_time_costs(fn: Callable[..., Any], statics: Iterable[Tensor], throwaway_capture: Callable[..., Any]) -> None:
-    """Run `fn` eagerly on every input, then capture it once per input and drop the graphs (their pools are freed).
+def _pay_one_time_costs(fn: Callable[..., Any], statics: Iterable[Any], throwaway_capture: Callable[..., Any]) -> None:
+    """Run `fn` eagerly on every input (a tensor or a tuple of tensors), then capture it once per input and drop the graphs.
 
     The first capture in a process pays costs no later capture pays again (the cuBLAS workspace
     of the capture stream, allocator warm-up): tens of MiB on an H200. Paid here, they stay out
     of every per-bucket figure measured afterwards.
     """
-    statics = list(statics)
+    statics = [x if isinstance(x, tuple) else (x,) for x in statics]
     for x in statics:
-        fn(x)
+        fn(*x)
     for x in statics:
-        graph = throwaway_capture(fn, x)
+        graph = throwaway_capture(fn, *x)
         del graph
     gc.collect()
 
@@ -380,6 +503,8 @@ class CaptureMemoryRow:
     bucket: int
     private_added_bytes: int
     shared_added_bytes: int
+    private_allocated_bytes: int = 0
+    shared_allocated_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -414,7 +539,9 @@ class CaptureMemoryReport:
     def as_json_rows(self) -> list[dict[str, int]]:
         """The rows as the benchmark writes them to data/gpu_reference.json (bytes added by each capture)."""
         return [{"bucket": r.bucket, "private_pool_reserved_bytes": r.private_added_bytes,
-                 "shared_pool_reserved_bytes": r.shared_added_bytes} for r in self.rows]
+                 "shared_pool_reserved_bytes": r.shared_added_bytes,
+                 "private_pool_allocated_bytes": r.private_allocated_bytes,
+                 "shared_pool_allocated_bytes": r.shared_allocated_bytes} for r in self.rows]
 
 
 def capture_memory(
@@ -433,9 +560,10 @@ def capture_memory(
     Fair by construction: one-time costs are paid first (an eager run and a throwaway capture of
     every bucket), then both kinds of pool are measured the same way, largest bucket first, the
     graphs of each kind kept alive until all its buckets are captured (as a server keeps them),
-    then freed. `capture_fn(fn, x, pool)`, `new_pool()` and `reserved_bytes()` default to real
-    CUDA (:func:`capture`, ``torch.cuda.graph_pool_handle``, ``torch.cuda.memory_reserved``);
-    tests pass fakes.
+    then freed. Each figure is what that capture added to its own pool, from the pool's own
+    allocator statistics (:func:`pool_memory`). `capture_fn(fn, x, pool)`, `new_pool()` and
+    `reserved_bytes()` default to real CUDA (:func:`capture`, ``torch.cuda.graph_pool_handle``,
+    ``torch.cuda.memory_reserved``, which only measures the one-time costs); tests pass fakes.
     """
     if capture_fn is None:
         require_cuda("measuring the memory each capture adds")
@@ -453,16 +581,16 @@ def capture_memory(
     _pay_one_time_costs(fn, statics.values(), lambda f, x: capture_fn(f, x, None))
     one_time = reserved_bytes() - before
 
-    def added_per_bucket(pool: Any) -> dict[int, int]:
+    def added_per_bucket(pool: Any) -> dict[int, tuple[int, int]]:
         graphs = {b: capture_fn(fn, statics[b], pool) for b in order}  # kept alive until all are captured
-        added = {b: g.memory.reserved_bytes for b, g in graphs.items()}
+        added = {b: (g.memory.reserved_bytes, g.memory.allocated_bytes) for b, g in graphs.items()}
         del graphs
         gc.collect()
         return added
 
     private = added_per_bucket(None)
     shared = added_per_bucket(new_pool())
-    rows = tuple(CaptureMemoryRow(b, private[b], shared[b]) for b in sorted(order))
+    rows = tuple(CaptureMemoryRow(b, private[b][0], shared[b][0], private[b][1], shared[b][1]) for b in sorted(order))
     return CaptureMemoryReport(rows, order, one_time)
 
 
@@ -487,36 +615,55 @@ class GPTConfig:
 
 @dataclass
 class StaticKVCache:
-    """Keys and values preallocated once, each [layers, batch, heads, max_len, head_dim], written in place at a device position."""
+    """Keys and values preallocated once, each [layers, slots, heads, max_len, head_dim], written in place at a device position.
+
+    Slots 0 .. ``batch - 1`` belong to sequences; one more slot, ``pad_slot``, belongs to no
+    sequence: padded rows of a bucketed batch write their keys and values there (vLLM's
+    ``PAD_SLOT_ID`` plays this part), never into a live sequence's slot.
+    """
 
     k: Tensor
     v: Tensor
+    live_slots: int | None = None
 
     @classmethod
     def allocate(
         cls, config: GPTConfig, max_batch: int, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
     ) -> "StaticKVCache":
-        """Zeroed cache for up to `max_batch` sequences of up to config.max_len tokens."""
-        shape = (config.n_layers, max_batch, config.n_heads, config.max_len, config.head_dim)
-        return cls(torch.zeros(shape, device=device, dtype=dtype), torch.zeros(shape, device=device, dtype=dtype))
+        """Zeroed cache for up to `max_batch` sequences of up to config.max_len tokens, plus one scratch slot."""
+        shape = (config.n_layers, max_batch + 1, config.n_heads, config.max_len, config.head_dim)
+        return cls(torch.zeros(shape, device=device, dtype=dtype), torch.zeros(shape, device=device, dtype=dtype),
+                   max_batch)
 
     @property
     def batch(self) -> int:
-        """Number of sequences this cache (or view) holds."""
-        return self.k.shape[1]
+        """Number of sequences this cache (or view) holds (the scratch slot not counted)."""
+        return self.k.shape[1] if self.live_slots is None else self.live_slots
+
+    @property
+    def pad_slot(self) -> int:
+        """The scratch slot padded rows write into: owned by no sequence."""
+        if self.live_slots is None or self.k.shape[1] <= self.live_slots:
+            raise BatchShapeError("this cache view has no scratch slot: take the pad slot from the full cache.")
+        return self.live_slots
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the keys and values together."""
+        """Bytes of the keys and values together (the scratch slot included)."""
         return self.k.numel() * self.k.element_size() * 2
 
     def batch_view(self, batch: int) -> "StaticKVCache":
-        """The first `batch` sequences, a view sharing memory (what one bucket's graph reads and writes)."""
+        """The first `batch` sequences, a view sharing memory, with no scratch slot.
+
+        Fine for a batch that fills it. Not for a padded bucket: its padded rows would write the
+        rows of live sequences. Give each row its slot instead (``decode_step(..., slots=...)``;
+        :func:`decode_runner` pads slots with ``pad_slot``).
+        """
         if batch > self.batch:
             raise BatchShapeError(
                 f"the cache holds {self.batch} sequences, asked for {batch}: allocate it for the largest bucket."
             )
-        return StaticKVCache(self.k[:, :batch], self.v[:, :batch])
+        return StaticKVCache(self.k[:, :batch], self.v[:, :batch], batch)
 
     def reset_(self) -> None:
         """Zero the keys and values in place (addresses unchanged, so captured graphs stay valid)."""
@@ -554,6 +701,7 @@ class TinyGPT(nn.Module):
         self.ln_f = nn.LayerNorm(c.d_model)
         self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.register_buffer("positions", torch.arange(c.max_len), persistent=False)
+        self.register_buffer("head_ids", torch.arange(c.n_heads), persistent=False)
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.normal_(p, std=0.5 / math.sqrt(p.shape[-1]))
@@ -574,14 +722,21 @@ class TinyGPT(nn.Module):
             x = x + blk.mlp(x)
         return self.head(self.ln_f(x))
 
-    def decode_logits(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache) -> Tensor:
-        """Logits [batch, vocab] for one new token per sequence at device position `pos`, writing K and V into `cache`."""
+    def decode_logits(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache, slots: Tensor | None = None) -> Tensor:
+        """Logits [batch, vocab] for one new token per sequence at device position `pos`, writing K and V into `cache`.
+
+        Without `slots`, row i of the batch reads and writes cache slot i. With `slots` (a device
+        tensor of one slot index per row), row i uses slot ``slots[i]``: padded rows pass the
+        cache's ``pad_slot`` so their writes land where no sequence reads.
+        """
         c = self.config
         b = tokens.shape[0]
-        if cache.batch != b:
+        if slots is None and cache.batch != b:
             raise BatchShapeError(
                 f"{b} tokens but a cache of {cache.batch} sequences: pass cache.batch_view({b}) for this batch."
             )
+        if slots is not None and tuple(slots.shape) != (b,):
+            raise BatchShapeError(f"{b} tokens but slots of shape {tuple(slots.shape)}: give one cache slot per row.")
         index = pos.reshape(1)  # a device tensor: no .item(), so the step can be captured and replayed
         x = self.tok_emb(tokens) + self.pos_emb(index)
         # Attend to positions 0..pos of the preallocated cache; later slots are masked out.
@@ -589,17 +744,23 @@ class TinyGPT(nn.Module):
         mask = mask.view(1, 1, 1, c.max_len)
         for layer, blk in enumerate(self.blocks):
             q, k, v = blk.qkv(blk.ln1(x)).view(b, 3, c.n_heads, 1, c.head_dim).unbind(1)
-            k_cache, v_cache = cache.k[layer], cache.v[layer]  # [b, heads, max_len, head_dim]
-            k_cache.index_copy_(2, index, k)
-            v_cache.index_copy_(2, index, v)
+            if slots is None:
+                k_cache, v_cache = cache.k[layer, :b], cache.v[layer, :b]  # [b, heads, max_len, head_dim]
+                k_cache.index_copy_(2, index, k)
+                v_cache.index_copy_(2, index, v)
+            else:
+                where = (slots[:, None], self.head_ids[None, :], index.expand(b, c.n_heads))
+                cache.k[layer].index_put_(where, k[:, :, 0])
+                cache.v[layer].index_put_(where, v[:, :, 0])
+                k_cache, v_cache = cache.k[layer].index_select(0, slots), cache.v[layer].index_select(0, slots)
             att = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)  # [b, heads, 1, head_dim]
             x = x + blk.proj(att.reshape(b, c.d_model))
             x = x + blk.mlp(x)
         return self.head(self.ln_f(x))
 
-    def decode_step(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache) -> Tensor:
+    def decode_step(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache, slots: Tensor | None = None) -> Tensor:
         """Next token per sequence (greedy argmax on the device, no host sync): the step a graph captures."""
-        return self.decode_logits(tokens, pos, cache).argmax(-1)
+        return self.decode_logits(tokens, pos, cache, slots).argmax(-1)
 
     def new_cache(self, max_batch: int, device: torch.device | str | None = None) -> StaticKVCache:
         """A static KV cache for this model on its device (or `device`)."""

@@ -1,24 +1,19 @@
 """Helpers for lesson 06, the common mistakes: run a capture that is meant to fail in a child process, show real or expected error text.
 
 A failed CUDA capture can leave the process's CUDA context unusable, so the lesson never
-fails a capture in its own kernel: :func:`run_snippet` runs the code with ``sys.executable -c``
-under a timeout and hands back the exit code and the error lines of its traceback. Where no
+fails a capture in its own kernel: :func:`graphcourse.child.run_snippet` (shared with lesson 03)
+runs the code in a child Python and hands back the exit code and the error lines. Where no
 CUDA GPU is here, :func:`live_or_expected` prints the text torch gives instead, labelled as
 expected and with where that text comes from. torch is imported only by the GPU helpers.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from .compare import RECORDED_ITEM_IN_CAPTURE
+from .child import ChildResult, error_lines, run_snippet
 from .teaching import cuda_here
 
 __all__ = [
@@ -34,93 +29,6 @@ __all__ = [
     "tp_step_kernels",
 ]
 
-_TRACEBACK = "Traceback (most recent call last):"
-_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[\\/][\w.+@~-]+){2,}[\\/]([\w.+@-]+)")
-
-
-def _strip_paths(line: str) -> str:
-    """The line with every absolute file path shortened to its file name (no path of this machine in a lesson)."""
-    return _PATH.sub(r"\1", line)
-
-
-def error_lines(stderr: str) -> list[str]:
-    """The exception line of each traceback in `stderr`, in order (a chained error gives several), paths shortened.
-
-    The exception line is the first unindented line after a ``Traceback (most recent call last):``
-    header; only its first line is kept (torch appends hints such as CUDA_LAUNCH_BLOCKING on
-    the lines after it). Without any traceback, the last non-empty line of stderr stands in.
-    """
-    lines = stderr.splitlines()
-    found: list[str] = []
-    for i, line in enumerate(lines):
-        if line.strip() != _TRACEBACK:
-            continue
-        for later in lines[i + 1:]:
-            if later.strip() and not later[0].isspace() and later.strip() != _TRACEBACK:
-                found.append(_strip_paths(later.strip()))
-                break
-    if not found:
-        rest = [ln.strip() for ln in lines if ln.strip()]
-        if rest:
-            found.append(_strip_paths(rest[-1]))
-    return found
-
-
-@dataclass(frozen=True)
-class ChildResult:
-    """What a snippet did in its child process: exit code (None on timeout), its output and its error lines."""
-
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    timeout_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        """True when the child exited with status 0."""
-        return self.returncode == 0
-
-    @property
-    def errors(self) -> list[str]:
-        """Every exception line of the child's tracebacks, first raised first."""
-        if self.timed_out:
-            return [f"TimeoutError: the child ran past {self.timeout_s:g} s and was killed"]
-        return error_lines(self.stderr) if self.returncode != 0 else []
-
-    @property
-    def error(self) -> str:
-        """The last meaningful error line ('' when the child succeeded)."""
-        errs = self.errors
-        return errs[-1] if errs else ""
-
-    def summary(self) -> str:
-        """Readable lines: the child's own printed lines, then its exit and each error of the chain."""
-        out = [f"  child printed: {_strip_paths(ln)}" for ln in self.stdout.splitlines() if ln.strip()]
-        if self.timed_out:
-            out.append(f"  timed out after {self.timeout_s:g} s")
-        elif self.returncode is not None and self.returncode < 0:
-            out.append(f"  killed by signal {-self.returncode}")
-        else:
-            out.append(f"  exit code {self.returncode}")
-        errs = self.errors
-        for k, err in enumerate(errs):
-            out.append(("  error: " if k == 0 else "  then:  ") + err)
-        return "\n".join(out)
-
-
-def run_snippet(code: str, timeout_s: float = 120.0) -> ChildResult:
-    """Run Python `code` in a fresh child interpreter (``sys.executable -c``) and return what happened, never raising."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    try:
-        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired as exc:
-        def text(b: Any) -> str:
-            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
-        return ChildResult(None, text(exc.stdout), text(exc.stderr), True, timeout_s)
-    return ChildResult(done.returncode, done.stdout, done.stderr, False, timeout_s)
-
 
 # --------------------------------------------------------------------------- real or expected text
 
@@ -133,12 +41,33 @@ class Expected:
     source: str
 
 
+SNIPPETS: dict[str, str] = {
+    'item_in_capture': '\nimport torch\nlogits = torch.randn(1, 1024, device="cuda")\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    token = logits.argmax(-1)\n    token.item()                       # a sync inside capture\n',
+    'default_stream': '\nimport torch\nx = torch.ones(1024, device="cuda")\nok = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(ok):             # the context manager captures on its own side stream\n    y = x * 2\nprint("torch.cuda.graph: captured fine")\ng = torch.cuda.CUDAGraph()\ng.capture_begin()                      # by hand, on the current stream: the default stream\ny = x * 2\ng.capture_end()\n',
+    'cold_cublas': '\nimport torch\nx = torch.randn(64, 64, device="cuda")\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):              # the first matmul of this process, captured without warm-up\n    y = x @ x\ng.replay(); torch.cuda.synchronize()\nprint("captured cold without an error; replay matches eager:", torch.allclose(y, x @ x))\n',
+    'lazy_init_sync': '\nimport torch\nclass Decoder:\n    def __init__(self):\n        self.weights, self.scale = torch.randn(256, 256, device="cuda"), None\n    def __call__(self, x):\n        if self.scale is None:                             # lazy one-time set-up...\n            self.scale = self.weights.abs().max().item()   # ...with a sync\n        return (x @ self.weights) / self.scale\nx = torch.randn(8, 256, device="cuda")\nwarm, cold = Decoder(), Decoder()\nside = torch.cuda.Stream(); side.wait_stream(torch.cuda.current_stream())\nwith torch.cuda.stream(side):\n    for _ in range(3):\n        warm(x)                                            # warm-up on a side stream\ntorch.cuda.current_stream().wait_stream(side)\nwith torch.cuda.graph(torch.cuda.CUDAGraph(), stream=side):  # captured on the warm-up stream\n    warm(x)\nprint("warmed up first: captured fine")\nwith torch.cuda.graph(torch.cuda.CUDAGraph()):\n    # no warm-up: the lazy .item() runs inside capture\n    cold(x)\n',
+    'branch_on_data': '\nimport torch\nx = torch.tensor([5.0, 6.0], device="cuda")\nwith torch.cuda.graph(torch.cuda.CUDAGraph()):\n    y = x * 2 if x[0] > 0 else -x      # `if tensor` reads the value on the CPU: a sync\n',
+}
+"""The GPU mistakes lesson 06 runs in a child process, by name (the benchmark records what each did on its GPU)."""
+
+
+def _recorded(what: str) -> tuple[str, str]:
+    """The sync-in-capture error lines the course's benchmark run recorded, and where they come from."""
+    from .compare import recorded_item_in_capture
+    from .errors import GraphCourseError
+    from .reference import load_reference, recorded_label
+
+    try:
+        data = load_reference()
+        return recorded_item_in_capture(data), f"the course's benchmark run, {recorded_label(data)}: {what}"
+    except GraphCourseError as exc:
+        return f"(not recorded: {exc})", "nowhere yet: run `python -m graphcourse.bench` on a GPU"
+
+
+_ITEM_TEXT, _ITEM_SOURCE = _recorded("first the refused sync, then the error that ending the invalidated capture raises")
+
 EXPECTED: dict[str, Expected] = {
-    "item_in_capture": Expected(
-        RECORDED_ITEM_IN_CAPTURE,
-        "the course's H200 machine, torch 2.11.0+cu130: first the refused sync, then the error that ending "
-        "the invalidated capture raises",
-    ),
+    "item_in_capture": Expected(_ITEM_TEXT, _ITEM_SOURCE),
     "sync_debug": Expected(
         "RuntimeError: called a synchronizing CUDA operation",
         "torch's c10/cuda/CUDAFunctions.cpp, warn_or_error_on_sync()",
@@ -150,21 +79,21 @@ EXPECTED: dict[str, Expected] = {
     ),
     "cold_cublas": Expected(
         "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
-        "pytorch/pytorch issue #99397 (torch 2.0); the course's H200 run with torch 2.11.0+cu130 "
-        "failed the same way, so warm up before capturing",
+        "pytorch/pytorch issue #99397 (torch 2.0), so warm up before capturing",
     ),
     "batch_copy": Expected(
         "RuntimeError: output with shape [1, 8] doesn't match the broadcast shape [17, 8]",
         "torch 2.13.0 running the same copy_ on CPU tensors; the shape check is the same on a GPU",
     ),
     "lazy_init_sync": Expected(
-        "torch.AcceleratorError: CUDA error: operation failed due to a previous error during capture",
-        "the course's H200 machine, torch 2.11.0+cu130: the same sync-in-capture error as .item() above",
+        _ITEM_TEXT,
+        "the same sync-in-capture errors as .item(), as the course's benchmark run recorded them: "
+        "the lazy .item() runs inside capture",
     ),
     "branch_on_data": Expected(
-        RECORDED_ITEM_IN_CAPTURE,
-        "the course's H200 machine, torch 2.11.0+cu130: `if tensor` reads the value on the CPU, a sync, "
-        "so capture refuses it as it refuses .item()",
+        _ITEM_TEXT,
+        "the same sync-in-capture errors as .item(), as the course's benchmark run recorded them: `if tensor` "
+        "reads the value on the CPU, a sync, so capture refuses it as it refuses .item()",
     ),
 }
 
@@ -177,8 +106,12 @@ def print_expected(expected: Expected) -> None:
     print(f"  (text from {expected.source})")
 
 
-def live_or_expected(code: str, expected: Expected, timeout_s: float = 120.0) -> ChildResult | None:
-    """On a CUDA GPU run `code` in a child process and print what happened; elsewhere print the expected text, labelled."""
+def live_or_expected(code: str, expected: "Expected | str", timeout_s: float = 120.0) -> ChildResult | None:
+    """On a CUDA GPU run `code` in a child process and print what happened; elsewhere show what the course recorded.
+
+    `expected` names a SNIPPETS entry (its result is read from the benchmark's recorded facts, with
+    the run's provenance) or is an Expected text quoted from torch's source, labelled as expected.
+    """
     if cuda_here():
         import torch
 
@@ -186,8 +119,34 @@ def live_or_expected(code: str, expected: Expected, timeout_s: float = 120.0) ->
         result = run_snippet(code, timeout_s)
         print(result.summary())
         return result
+    if isinstance(expected, str):
+        from .errors import GraphCourseError
+        from .reference import load_reference, recorded_label
+
+        try:
+            data = load_reference()
+            recorded = data.get("facts", {}).get("mistakes", {}).get(expected)
+        except GraphCourseError:
+            data, recorded = None, None
+        if recorded is not None:
+            print(f"No CUDA GPU here: {recorded_label(data)} by the course's benchmark run, in a child process:")
+            print(recorded["summary"])
+            return None
+        if expected not in EXPECTED:
+            print(f"No CUDA GPU here, and no recorded result for {expected!r}: run `python -m graphcourse.bench` on a GPU.")
+            return None
+        expected = EXPECTED[expected]
     print_expected(expected)
     return None
+
+
+def record_mistakes(timeout_s: float = 300.0) -> dict[str, dict[str, Any]]:
+    """On a GPU: run every SNIPPETS entry in a child process; what each did, for the benchmark to record."""
+    out = {}
+    for name, code in SNIPPETS.items():
+        result = run_snippet(code, timeout_s)
+        out[name] = {"returncode": result.returncode, "errors": result.errors, "summary": result.summary()}
+    return out
 
 
 # --------------------------------------------------------------------------- GPU helpers, live in the kernel
@@ -244,3 +203,23 @@ def tp_step_kernels(layers: int, compute_kernels: int, compute_us: float,
         raise ValueError(f"kernel times must be >= 0 µs, got {compute_us!r} and {allreduce_us!r}.")
     layer = [float(compute_us)] * compute_kernels + [float(allreduce_us)] * allreduces
     return layer * layers
+
+
+def memory_rows_live(buckets: Sequence[int], d_model: int = 1024) -> list[dict[str, int]]:
+    """Capture a two-layer step once per bucket, with a pool each and with one shared pool: bytes each capture added.
+
+    The rows are :meth:`graphcourse.gpu.CaptureMemoryReport.as_json_rows` (allocated and reserved
+    bytes per kind of pool, from each pool's own allocator statistics).
+    """
+    import torch
+
+    from .gpu import capture_memory, require_cuda
+
+    require_cuda("capturing one graph per bucket")
+    w1 = torch.randn(d_model, 4 * d_model, device="cuda") / d_model**0.5
+    w2 = torch.randn(4 * d_model, d_model, device="cuda") / d_model**0.5
+
+    def step(x: Any) -> Any:
+        return torch.relu(x @ w1) @ w2
+
+    return capture_memory(step, torch.zeros(1, d_model, device="cuda"), buckets).as_json_rows()

@@ -73,10 +73,13 @@ def plot_chain_vs_toy(chain: dict, label: str, cost: CostModel | None = None) ->
     rows = sorted(chain["rows"], key=lambda r: r["kernels"])
     ns = [r["kernels"] for r in rows]
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(ns, [r["eager_us_per_kernel"] for r in rows], MARKERS["launch"] + "-", color=COLORS["launch"],
-            label="eager, measured")
-    ax.plot(ns, [r["graph_us_per_node"] for r in rows], MARKERS["graph_launch"] + "-", color=COLORS["graph_launch"],
-            label="graph replay, measured")
+    for key, kind, name in (("eager_us_per_kernel", "launch", "eager, measured"),
+                            ("graph_us_per_node", "graph_launch", "graph replay, measured")):
+        spread = f"{key}_min" in rows[0]
+        yerr = ([[r[key] - r[f"{key}_min"] for r in rows], [r[f"{key}_max"] - r[key] for r in rows]]
+                if spread else None)
+        ax.errorbar(ns, [r[key] for r in rows], yerr=yerr, fmt=MARKERS[kind] + "-", color=COLORS[kind], capsize=3,
+                    label=name + (" (median, bars min..max)" if spread else ""))
     ax.plot(ns, [step_time_us(n, mode="eager", cost=cost) / n for n in ns], "--", color=COLORS["launch"],
             alpha=0.7, label="eager, toy prediction")
     ax.plot(ns, [step_time_us(n, mode="graph", cost=cost) / n for n in ns], "--", color=COLORS["graph_launch"],
@@ -93,10 +96,19 @@ def plot_chain_vs_toy(chain: dict, label: str, cost: CostModel | None = None) ->
 def plot_bucketed_runner(bucketed: dict, label: str) -> Figure:
     """The bucketed runner on a mixed stream (the benchmark's 'bucketed' section): throughput, padding, memory per bucket."""
     fig, (speed, waste, memory) = plt.subplots(1, 3, figsize=(12, 3.6), gridspec_kw={"width_ratios": [1, 1, 2]})
+    rows_total = bucketed["stream"].get("rows")
+    yerr = None
+    if "eager_s_min" in bucketed and rows_total:
+        per_s = lambda key, t: rows_total / bucketed[f"{key}_{t}"]  # noqa: E731  (more time, fewer rows/s)
+        yerr = [[bucketed["eager_rows_per_s"] - per_s("eager_s", "max"), bucketed["graph_rows_per_s"] - per_s("graph_s", "max")],
+                [per_s("eager_s", "min") - bucketed["eager_rows_per_s"], per_s("graph_s", "min") - bucketed["graph_rows_per_s"]]]
     speed.bar(["eager", "bucketed\ngraphs"], [bucketed["eager_rows_per_s"], bucketed["graph_rows_per_s"]],
               color=[COLORS["launch"], COLORS["graph_launch"]], hatch=[HATCHES["launch"], HATCHES["graph_launch"]],
-              edgecolor="white")
-    speed.set(ylabel="rows per second", title=f"throughput: {bucketed['speedup']:.1f}x eager")
+              edgecolor="white", yerr=yerr, capsize=4)
+    ratio = f"{bucketed['speedup']:.1f}x"
+    if "speedup_min" in bucketed:
+        ratio += f" [{bucketed['speedup_min']:.1f}..{bucketed['speedup_max']:.1f}]"
+    speed.set(ylabel="rows per second", title=f"throughput: {ratio} eager")
     pad = bucketed["padding"]
     waste.bar(["useful", "padding"], [pad["useful_rows"], pad["padded_rows"]],
               color=[COLORS["useful"], COLORS["padding"]], hatch=[HATCHES["useful"], HATCHES["padding"]], edgecolor="white")

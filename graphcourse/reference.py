@@ -42,7 +42,11 @@ def load_reference(path: str | Path | None = None) -> dict[str, Any]:
 
 
 def section(name: str, data: dict[str, Any] | None = None) -> Any:
-    """One section of the recorded results ('chain', 'decode', 'bucketed', 'item_sync'), with a clear error if absent."""
+    """One section of the recorded results ('chain', 'decode', 'bucketed', 'item_sync', 'costs', 'method'), with a clear error if absent.
+
+    From schema 2 on, every measured figure ``key`` comes with ``key_min`` and ``key_max``: the
+    range over interleaved repeats, of which ``key`` is the median (``data['method']`` says how).
+    """
     data = load_reference() if data is None else data
     if name not in data:
         known = ", ".join(k for k in data if k != "provenance")

@@ -62,8 +62,14 @@ def describe_machine() -> dict[str, str]:
     return info
 
 
-def course_plan(info: dict[str, str]) -> str:
-    """One paragraph on what the course will do on the described machine."""
+def course_plan(info: dict[str, str], width: int = 100) -> str:
+    """One paragraph on what the course will do on the described machine, wrapped to `width` characters."""
+    import textwrap
+
+    return textwrap.fill(_course_plan(info), width=width)
+
+
+def _course_plan(info: dict[str, str]) -> str:
     if info.get("gpu", "none") != "none":
         return (f"A CUDA GPU is here ({info['gpu']}): the lessons capture and replay real CUDA graphs and measure them "
                 "live, beside the toy model's prediction and the course's recorded H200 results.")

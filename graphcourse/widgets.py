@@ -33,7 +33,7 @@ from .plots import compare_timelines
 from .teaching import cuda_here
 
 __all__ = [
-    "BATCH_SLIDER_CLASS", "ROWS_AT_FLOOR", "POLICIES", "BucketChoice", "BucketTextError", "Explorer", "LaunchTax",
+    "BATCH_SLIDER_CLASS", "SATURATION_BATCH", "MEASURED_MAX_BATCH", "fit_saturation_batch", "saturation_curve", "POLICIES", "BucketChoice", "BucketTextError", "Explorer", "LaunchTax",
     "bucket_choice", "bucket_explorer", "bucket_figure", "buckets_for_policy", "kernel_us_at_batch", "launch_tax",
     "launch_tax_explorer", "launch_tax_figure", "parse_buckets", "render_buckets", "render_launch_tax",
     "TOY_STEP", "GpuFigures", "cuda_here", "figure_png", "live_or_recorded",
@@ -42,8 +42,47 @@ __all__ = [
 BATCH_SLIDER_CLASS = "batch-size-slider"
 """CSS class of every batch-size slider (the browser test finds the slider by it)."""
 
-ROWS_AT_FLOOR = 16
-"""Rows a kernel can take before it gets longer: up to here a small kernel is latency-bound (most SMs idle)."""
+def per_kernel_ratios(decode_rows: list[dict[str, Any]]) -> dict[int, float]:
+    """Mean GPU time per kernel at each recorded batch, over that at batch 1 (the benchmark's ``decode`` rows)."""
+    per_kernel = {r["batch"]: r["kernel_time_us"] / r["kernels"] for r in decode_rows if r.get("kernels")}
+    if 1 not in per_kernel or len(per_kernel) < 2:
+        raise ValueError("fitting needs the batch-1 row and at least one larger batch from the decode benchmark.")
+    return {b: t / per_kernel[1] for b, t in sorted(per_kernel.items())}
+
+
+def saturation_curve(batch_size: float, saturation_batch: float) -> float:
+    """Kernel time at this batch over its batch-1 time: sqrt(1 + (b / B)^2), flat for b << B, proportional for b >> B."""
+    return math.hypot(1.0, batch_size / saturation_batch)
+
+
+def fit_saturation_batch(decode_rows: list[dict[str, Any]]) -> float:
+    """The batch B at which decode kernels saturate the GPU, least-squares fitted to the recorded per-kernel times.
+
+    Decode kernels are memory-bound: each reads its weights whatever the batch, so extra rows cost
+    little until the GPU's bandwidth or cores are busy; beyond that, time grows with the rows.
+    ``saturation_curve`` models exactly that with one number, B.
+    """
+    ratios = per_kernel_ratios(decode_rows)
+    if all(r <= 1.0 for b, r in ratios.items() if b > 1):
+        raise ValueError("the recorded kernel times do not grow with the batch: nothing to fit.")
+    grid = [10 ** (k / 200) for k in range(0, 1001)]  # B from 1 to 100,000 rows
+    return min(grid, key=lambda B: sum((saturation_curve(b, B) - r) ** 2 for b, r in ratios.items()))
+
+
+def _recorded_saturation(default: float = 50.0) -> tuple[float, int, str]:
+    try:
+        from .reference import load_reference, recorded_label
+
+        data = load_reference()
+        rows = data["decode"]["rows"]
+        return (fit_saturation_batch(rows), max(r["batch"] for r in rows),
+                f"fitted to the decode step's mean kernel time per batch, {recorded_label(data)}")
+    except Exception as exc:  # a course copy without recorded data still runs the slider
+        return default, 0, f"a default ({type(exc).__name__}: no recorded decode rows to fit)"
+
+
+SATURATION_BATCH, MEASURED_MAX_BATCH, SATURATION_SOURCE = _recorded_saturation()
+"""The fitted saturation batch, the largest batch the benchmark measured, and where the fit comes from."""
 
 
 class BucketTextError(GraphCourseError, ValueError):
@@ -53,16 +92,15 @@ class BucketTextError(GraphCourseError, ValueError):
 # --------------------------------------------------------------------------- the launch tax (lesson 02)
 
 
-def kernel_us_at_batch(kernel_us: float, batch_size: int) -> float:
-    """GPU time of one kernel at this batch: its floor `kernel_us` up to ROWS_AT_FLOOR rows, then in proportion to the rows.
+def kernel_us_at_batch(kernel_us: float, batch_size: int, saturation_batch: float | None = None) -> float:
+    """GPU time of one kernel at this batch: nearly flat until the GPU saturates, ``kernel_us * sqrt(1 + (b / B)^2)``.
 
-    The toy's model of a batch: a small kernel takes the same time for 1 or 16 rows (launch
-    latency and a mostly idle GPU set its length), and beyond that its work, and its time,
-    grow linearly with the rows: ``kernel_us * max(1, batch_size / ROWS_AT_FLOOR)``.
+    `saturation_batch` B defaults to SATURATION_BATCH, fitted to the course's recorded decode kernel
+    times (batches 1 to MEASURED_MAX_BATCH; beyond them the curve is an extrapolation).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}.")
-    return kernel_us * max(1.0, batch_size / ROWS_AT_FLOOR)
+    return kernel_us * saturation_curve(batch_size, SATURATION_BATCH if saturation_batch is None else saturation_batch)
 
 
 @dataclass(frozen=True)
@@ -102,8 +140,10 @@ class LaunchTax:
         """A few lines a learner reads beside the plot."""
         limiter = ("the CPU's launches: the GPU waits between kernels" if self.launch_bound
                    else "the GPU's kernels: launches hide behind them")
+        beyond = (f" (beyond the measured batches 1-{MEASURED_MAX_BATCH}: an extrapolation)"
+                   if MEASURED_MAX_BATCH and self.batch_size > MEASURED_MAX_BATCH else "")
         return (
-            f"{self.n_kernels} kernels of {self.kernel_us_at_batch:,.2f} µs at batch {self.batch_size}, "
+            f"{self.n_kernels} kernels of {self.kernel_us_at_batch:,.2f} µs at batch {self.batch_size}{beyond}, "
             f"launch {self.launch_us:,.2f} µs each\n"
             f"eager: {self.eager_step_us:,.1f} µs per step (limited by {limiter})\n"
             f"graph: {self.graph_step_us:,.1f} µs per step (GPU work alone: {self.gpu_work_us:,.1f} µs)\n"
@@ -349,7 +389,7 @@ def launch_tax_explorer(n_kernels: int = 40, kernel_us: float = H200_COSTS.kerne
                                          continuous_update=False, style=style),
         "launch_us": widgets.FloatSlider(value=launch_us, min=0.0, max=30.0, step=0.5, description="launch µs",
                                          continuous_update=False, style=style),
-        "batch_size": _batch_slider(batch_size, 512),
+        "batch_size": _batch_slider(batch_size, 1024),
     }
     return Explorer(controls, render_launch_tax)
 

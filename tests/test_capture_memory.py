@@ -100,7 +100,8 @@ def test_running_totals_follow_capture_order_for_the_shared_pool() -> None:
                                  (4, 2, 1), 7)
     assert report.running_totals(shared=False) == [(1, 2, 2), (2, 2, 4), (4, 3, 7)]
     assert report.running_totals(shared=True) == [(4, 5, 5), (2, 0, 5), (1, 0, 5)]
-    assert report.as_json_rows()[2] == {"bucket": 4, "private_pool_reserved_bytes": 3, "shared_pool_reserved_bytes": 5}
+    assert report.as_json_rows()[2] == {"bucket": 4, "private_pool_reserved_bytes": 3, "shared_pool_reserved_bytes": 5,
+                                        "private_pool_allocated_bytes": 0, "shared_pool_allocated_bytes": 0}
 
 
 def test_a_fake_capture_needs_the_rest_of_the_fakes() -> None:

@@ -41,7 +41,9 @@ def test_plots_draw_from_the_recorded_benchmark() -> None:
     data = load_reference()
     label = recorded_label(data)
     fig = decode.plot_decode_per_batch(section("decode", data), label)
-    assert len(fig.axes[0].lines) == 5 and "NVIDIA" in fig.axes[0].get_title()
+    ax = fig.axes[0]
+    assert len(ax.containers) == 2, "eager and graph replay drawn with error bars (min..max over repeats)"
+    assert len([ln for ln in ax.get_legend_handles_labels()[1]]) == 5 and "NVIDIA" in ax.get_title()
     item = section("item_sync", data)
     fig2 = decode.plot_item_cost(item, label, decode.toy_prediction(section("decode", data)["rows"][0]))
     assert len(fig2.axes[0].patches) == 4
@@ -53,29 +55,20 @@ def decode_run(eager_us: float, graph_us: float, batch: int = 1) -> dict:
     return {"config": {"d_model": 8}, "rows": [r]}
 
 
-def test_fastest_of_keeps_each_batchs_fastest_eager_and_graph_step_and_recomputes_ratios() -> None:
-    merged = decode.fastest_of([decode_run(2100.0, 130.0), decode_run(950.0, 150.0)])
-    (r,) = merged["rows"]
-    assert (r["eager_step_us"], r["graph_step_us"], r["runs"]) == (950.0, 130.0, 2)
-    assert r["speedup"] == pytest.approx(950.0 / 130.0)
-    assert r["graph_over_kernel_time"] == pytest.approx(130.0 / 110.0)  # over the replayed kernels' time, as bench does
-    assert merged["config"] == {"d_model": 8}
-
-
-def test_fastest_of_reports_a_mismatch_in_any_run_and_refuses_nothing_to_merge() -> None:
-    bad = decode_run(900.0, 120.0)
-    bad["rows"][0]["replay_matches_eager"] = False
-    assert decode.fastest_of([decode_run(1000.0, 120.0), bad])["rows"][0]["replay_matches_eager"] is False
-    with pytest.raises(ValueError, match="at least one"):
-        decode.fastest_of([])
+def test_with_spread_and_is_effect_read_the_min_and_max_keys() -> None:
+    r = {"a": 10.0, "a_min": 9.0, "a_max": 12.0, "b": 11.0, "b_min": 10.5, "b_max": 11.5, "c": 20.0, "c_min": 19.0,
+         "c_max": 21.0}
+    assert decode.with_spread(r, "a") == "10 [9..12]" and decode.with_spread({"x": 3.0}, "x") == "3"
+    assert not decode.is_effect(r, "a", "b"), "overlapping ranges: not an effect"
+    assert decode.is_effect(r, "a", "c")
 
 
 def test_headline_lines_put_the_quoted_headline_beside_the_measurement() -> None:
     text = decode.headline_lines({**row(), "kernel_time_us": 100.0}, "label")
-    assert "1000 -> 50 µs/token, 20x" in text and "1000 -> 120 µs/token, 8.3x (label, batch 1)" in text
-    assert "floor: 100 µs, above the headline's 50 µs" in text
+    assert "1000 -> 50 µs/token, 20x" in text and "1000 -> 120 µs/token, 8.3x (label, batch 1;" in text
+    assert "floor: 100 µs, above the rule of thumb's 50 µs" in text
     assert "eager 900 µs (90% of its step), graph 20 µs (17% of its step)" in text
-    assert "below the headline" in decode.headline_lines({**row(), "kernel_time_us": 30.0}, "label")
+    assert "below the rule of thumb" in decode.headline_lines({**row(), "kernel_time_us": 30.0}, "label")
 
 
 def test_item_sync_lines_print_each_loops_cost_and_the_remaining_speedup() -> None:
@@ -83,7 +76,7 @@ def test_item_sync_lines_print_each_loops_cost_and_the_remaining_speedup() -> No
             "graph_us_per_token": 100.0, "graph_item_us_per_token": 125.0}
     text = decode.item_sync_lines(item)
     assert "100 tokens at batch 1" in text
-    assert "(+10 µs, +1%)" in text and "(+25 µs, +25%)" in text
+    assert "(+10 µs, +1% a token)" in text and "(+25 µs, +25% a token)" in text
     assert "still 8.1x faster than eager (10.0x without it)" in text
 
 
@@ -92,11 +85,21 @@ def test_item_sync_lines_call_a_difference_inside_the_spread_noise() -> None:
             "graph_us_per_token": 100.0, "graph_item_us_per_token": 125.0,
             "eager_spread_us": 80.0, "eager_item_spread_us": 30.0, "graph_spread_us": 3.0, "graph_item_spread_us": 4.0}
     text = decode.item_sync_lines(item)
-    assert "eager:   1000 µs/token, with one .item() a token    960 µs/token (within the 80 µs run-to-run spread" in text
-    assert "(+25 µs, +25%)" in text, "a difference beyond the spread is still reported as a cost"
+    assert "(-40 µs: its range includes 0, so no cost we can see)" in text
+    assert "(+25 µs, +25% a token)" in text, "a difference beyond the spread is still reported as a cost"
+
+
+def test_item_sync_lines_use_the_per_repeat_cost_range_when_recorded() -> None:
+    item = {"batch": 1, "tokens": 100, "repeats": 7, "eager_us_per_token": 1000.0, "eager_item_us_per_token": 990.0,
+            "graph_us_per_token": 100.0, "graph_item_us_per_token": 130.0,
+            "item_cost_us": 30.0, "item_cost_us_min": 22.0, "item_cost_us_max": 41.0,
+            "eager_item_cost_us": -10.0, "eager_item_cost_us_min": -90.0, "eager_item_cost_us_max": 60.0}
+    text = decode.item_sync_lines(item)
+    assert "+30 µs [+22..+41], +30% a token" in text
+    assert "-10 µs [-90..+60]: its range includes 0" in text
 
 
 def test_the_lines_read_the_recorded_benchmark() -> None:
     data = load_reference()
-    assert "original lesson" in decode.headline_lines(section("decode", data)["rows"][0], recorded_label(data))
+    assert "rule of thumb" in decode.headline_lines(section("decode", data)["rows"][0], recorded_label(data))
     assert "still" in decode.item_sync_lines(section("item_sync", data))

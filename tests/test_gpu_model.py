@@ -82,7 +82,7 @@ def test_decode_writes_keys_and_values_only_at_the_position() -> None:
     written = cache.k.abs().sum(dim=(0, 1, 2, 4))  # per position
     assert written[7] > 0
     assert torch.count_nonzero(written) == 1
-    assert cache.k.shape == (SMALL.n_layers, 2, SMALL.n_heads, SMALL.max_len, SMALL.head_dim)
+    assert cache.k.shape == (SMALL.n_layers, 2 + 1, SMALL.n_heads, SMALL.max_len, SMALL.head_dim)  # + scratch slot
 
 
 def test_cache_batch_view_shares_memory_and_rejects_overflow() -> None:

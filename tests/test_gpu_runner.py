@@ -109,3 +109,83 @@ def test_eager_step_rejects_another_shape_like_a_graph_would() -> None:
 def test_runner_rejects_an_unusable_bucket_list() -> None:
     with pytest.raises(ValueError, match="empty"):
         make_runner(buckets=[])
+
+
+# --------------------------------------------------------------------------- padded rows and the KV cache (issue 8, point 4)
+
+
+def _decode_setup():
+    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+
+    model = TinyGPT(GPTConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_len=8))
+    return model, model.new_cache(4), as_device_position(2, "cpu")
+
+
+def test_padded_rows_of_the_decode_runner_never_write_a_live_sequences_cache_slot() -> None:
+    from graphcourse.gpu import decode_runner
+
+    model, cache, pos = _decode_setup()
+    runner = decode_runner(model, cache, pos, (1, 2, 4), progress=False, step_factory=EagerStep.build)
+    tokens = torch.tensor([5, 6, 7, 8])
+    runner(tokens, torch.arange(4))  # four live sequences, slots 0..3, write position 2
+    live_row_3 = cache.k[:, 3].clone(), cache.v[:, 3].clone()
+    assert live_row_3[0][:, :, 2].abs().sum() > 0, "the fourth sequence wrote its keys at position 2"
+    pos.fill_(3)
+    runner(tokens[:3], torch.arange(3))  # only three of them step: padded to bucket 4
+    assert torch.equal(cache.k[:, 3], live_row_3[0]) and torch.equal(cache.v[:, 3], live_row_3[1]), (
+        "the padded row wrote into slot 3, which belongs to a live sequence")
+    assert cache.k[:, :3, :, 3].abs().sum() > 0, "the three real rows wrote position 3"
+    assert cache.k[:, cache.pad_slot, :, 3].abs().sum() > 0, "the padded row wrote the scratch slot instead"
+
+
+def test_slotted_decode_equals_row_per_slot_decode_for_live_rows() -> None:
+    model, cache, pos = _decode_setup()
+    tokens = torch.tensor([5, 6, 7])
+    plain = model.decode_logits(tokens, pos, cache.batch_view(3))
+    other = model.new_cache(4)
+    slotted = model.decode_logits(tokens, pos, other, slots=torch.tensor([0, 1, 2]))
+    torch.testing.assert_close(slotted, plain)
+    torch.testing.assert_close(other.k[:, :3], cache.k[:, :3])
+
+
+def test_why_the_scratch_slot_exists_a_bucket_view_lets_padding_clobber_a_live_row() -> None:
+    """The recipe the course used before: bucket b's graph owned cache rows 0..b-1, so padding wrote a live row."""
+    model, cache, pos = _decode_setup()
+    tokens = torch.tensor([5, 6, 7, 8])
+    model.decode_step(tokens, pos, cache.batch_view(4))
+    live_row_3 = cache.k[:, 3].clone()
+    model.decode_step(torch.tensor([5, 6, 7, 0]), pos, cache.batch_view(4))  # batch of 3 padded with token 0
+    assert not torch.equal(cache.k[:, 3], live_row_3)
+
+
+def test_a_cache_view_has_no_scratch_slot_and_says_so() -> None:
+    _, cache, _ = _decode_setup()
+    assert cache.pad_slot == 4 and cache.batch == 4
+    with pytest.raises(BatchShapeError, match="scratch slot"):
+        cache.batch_view(2).pad_slot
+
+
+def test_runner_with_several_inputs_checks_their_rows() -> None:
+    runner = BucketedRunner(lambda x, y: x + y, (torch.zeros(1), torch.zeros(1)), (1, 2, 4), pad_value=(0, -1),
+                            progress=False, step_factory=EagerStep.build)
+    assert runner(torch.ones(3), torch.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert runner.steps[4].static_inputs[1].tolist() == [1.0, 1.0, 1.0, -1.0]
+    with pytest.raises(BatchShapeError, match="one row per sequence"):
+        runner(torch.ones(3), torch.ones(2))
+    with pytest.raises(BatchShapeError, match="batched input"):
+        runner(torch.ones(3))
+
+
+def test_a_runner_over_a_kv_cache_refuses_a_step_without_slots() -> None:
+    model, cache, pos = _decode_setup()
+
+    def unsafe(tokens):
+        return model.decode_step(tokens, pos, cache.batch_view(tokens.shape[0]))
+
+    with pytest.raises(BatchShapeError, match="cache slot as the step's last input"):
+        BucketedRunner(unsafe, torch.zeros(1, dtype=torch.long), (1, 2, 4), cache=cache, progress=False,
+                       step_factory=EagerStep.build)
+    runner = BucketedRunner(lambda t, s: model.decode_step(t, pos, cache, slots=s),
+                            (torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long)), (1, 2, 4),
+                            pad_value=(0, 0), cache=cache, progress=False, step_factory=EagerStep.build)
+    assert runner.pad_values[-1] == cache.pad_slot, "the cache's scratch slot replaces any other slot pad"

@@ -49,3 +49,30 @@ def test_show_warnings_drops_where_torch_warned_from(capsys):
         warnings.warn("Synchronization debug mode is a prototype feature (Triggered internally at "
                       "/pytorch/torch/csrc/cuda/Module.cpp:1003.)", UserWarning)
     assert capsys.readouterr().out == "UserWarning: Synchronization debug mode is a prototype feature\n"
+
+
+def test_cells_tagged_strip_output_are_stored_without_the_builders_answers(tmp_path) -> None:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from graphcourse.execute import STRIP_TAG, execute_notebook
+
+    nb = new_notebook(cells=[new_code_cell("print('this machine: builder')"), new_code_cell("print('kept')")])
+    nb.cells[0].metadata["tags"] = [STRIP_TAG]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, path)
+    execute_notebook(path, timeout_s=120)
+    stored = nbformat.read(path, as_version=4)
+    assert stored.cells[0].outputs == [] and stored.cells[0].execution_count is None
+    assert "kept" in stored.cells[1].outputs[0]["text"]
+
+
+def test_lesson_00_is_stored_without_any_machines_answers() -> None:
+    import nbformat
+    from pathlib import Path
+
+    from graphcourse.execute import STRIP_TAG
+
+    nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "00_setup_check.ipynb", as_version=4)
+    checks = [c for c in nb.cells if c.cell_type == "code" and "describe_machine" in c.source or "course_plan(" in c.source]
+    assert checks and all(STRIP_TAG in c.metadata.get("tags", []) and not c.outputs for c in checks)
