@@ -26,7 +26,7 @@ from . import reports
 from .assignment import Assignment, Exercise, load_assignments
 from .notebooks import InvalidNotebook, Learner, LearnerNotebook, discover, find_answer, read_learner
 from .runner import ExerciseRun, Limits, run_exercise
-from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, detect
+from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, UidPool, detect
 from .scan import scan
 from .verdict import exercise_mark
 
@@ -96,6 +96,7 @@ class Grader:
         self.limits: Limits | None = None
         self.tmp: Path | None = None
         self.slots: asyncio.Queue | None = None
+        self.uid_pool: UidPool | None = None
         self.started = time.time()
         self.hints = {ex.id: ex.hint for a in self.assignments for ex in a.exercises}
         self.exercise_by_id = {ex.id: ex for a in self.assignments for ex in a.exercises}
@@ -123,7 +124,8 @@ class Grader:
     def sandbox(self, slot: int) -> Sandbox:
         assert self.tmp is not None
         return Sandbox(self.confinement, slot, self.tmp / f"slot-{slot}", self.course_root,
-                       SandboxLimits(memory_mb=self.options.memory_mb), gpu="cuda" in self.available)
+                       SandboxLimits(memory_mb=self.options.memory_mb), gpu="cuda" in self.available,
+                       uid=self.uid_pool.uids[slot - 1] if self.uid_pool else 0)
 
     def _learner_record(self, status: str, notes: list[str] | None = None) -> dict:
         return {"status": status, "total": 0, "max": sum(ex.max for a in self.assignments for ex in a.exercises),
@@ -329,6 +331,10 @@ class Grader:
         _clean_stale(tmp_root)
         self.tmp = Path(tempfile.mkdtemp(prefix=f"graphcourse-grade-{os.getpid()}-", dir=tmp_root))
         os.chmod(self.tmp, 0o711)
+        self.report["run"]["scratch"] = str(self.tmp)  # removed at the end, however the run ends
+        if self.confinement.confined:
+            self.uid_pool = UidPool(jobs)
+            self.report["run"]["uids"] = list(self.uid_pool.uids)
         self.slots = asyncio.Queue()
         for s in range(1, jobs + 1):
             self.slots.put_nowait(s)
@@ -362,4 +368,6 @@ class Grader:
             bar.close()
             self._write()
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.uid_pool is not None:
+                self.uid_pool.release()
         return self.report
