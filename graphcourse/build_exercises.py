@@ -236,7 +236,8 @@ def annotate(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.Note
     roles = layout.roles()
     for i, cell in enumerate(nb.cells):
         tags = [t for t in cell.metadata.get("tags", []) if not re.fullmatch(r"ex\d{2}_[a-z0-9_]+:\w+|setup", t)]
-        authored = cell.metadata.get("graphcourse", {}).get("check") if isinstance(cell.metadata.get("graphcourse"), dict) else None
+        old = cell.metadata.get("graphcourse") if isinstance(cell.metadata.get("graphcourse"), dict) else {}
+        authored = {k: old[k] for k in ("check", "selfcheck") if k in old}  # the author's, and the self-check's hashes
         for key in ("graphcourse", "editable", "deletable"):
             cell.metadata.pop(key, None)
         if i in roles:
@@ -244,8 +245,8 @@ def annotate(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.Note
             cell.id = f"{ex}-answer" if role == "answer" else f"{ex}-{role}-{k}" if ex else f"setup-{k}"
             tags.append(f"{ex}:{role}" if ex else "setup")
             cell.metadata["graphcourse"] = {"role": role, **({"exercise": ex, "points": points[ex]} if ex else {})}
-            if role == "check" and authored is not None:  # the author's check metadata (points, hidden, needs)
-                cell.metadata["graphcourse"]["check"] = authored
+            if role == "check":  # the author's check metadata (points, hidden, needs) and the self-check's hashes
+                cell.metadata["graphcourse"].update(authored)
         if tags:
             cell.metadata["tags"] = tags
         else:
