@@ -1,6 +1,6 @@
 # misconception: padding is always zeros, whatever value the caller asks for ("any pad value works")
 # source: lesson 04, common mistakes (padding with values that change the real rows)
-# targets: pad_value
+# targets: padding
 def pick_bucket(batch_size, buckets):
     fitting = [b for b in buckets if b >= batch_size]
     return min(fitting) if fitting else None

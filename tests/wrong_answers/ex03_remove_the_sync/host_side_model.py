@@ -1,6 +1,6 @@
 # misconception: removing the sync means computing the tokens on the CPU (no device reads, so no syncs)
 # source: plausible; the model runs on the GPU, its kernels must still be launched
-# targets: one_sync model_on_device
+# targets: model_on_device
 def decode_step(tok):
     return launch(next_token, tok, name="model")
 
