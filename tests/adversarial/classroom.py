@@ -53,9 +53,10 @@ def model_answers() -> dict[str, str]:
 def learner_copy(answers: dict[str, str]) -> nbformat.NotebookNode:
     """The exercises/ copy with these answers written in (the stub stays where none is given)."""
     nb = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
-    for ex in exercises():
-        if ex.id in answers:
-            nb.cells[ex.answer].source = answers[ex.id]
+    for cell in nb.cells:
+        meta = cell.metadata.get("graphcourse", {})
+        if meta.get("role") == "answer" and meta.get("exercise") in answers:
+            cell.source = answers[meta["exercise"]]
     return nb
 
 
@@ -104,7 +105,7 @@ def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
     first = min(ids.index(t) for t in targets)
     later = {ex for ex in ids[first + 1:] if ex in honest} if head.get("later") == "full" else set()
     # points the honest part may earn: an exercise whose answer cell also holds attack code is not honest
-    honest_part = honest - set(targets)
+    honest_part = honest if where.startswith("append:") else honest - set(targets)
     learner = Learner(path.stem, "hostile", head["attack"], honest_part, later)
     return learner, learner_copy(answers)
 
