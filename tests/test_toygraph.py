@@ -199,19 +199,37 @@ def test_item_needs_one_value():
 
 # --- frozen control flow ---------------------------------------------------------------
 
-def test_data_dependent_branch_is_frozen_at_capture():
+def test_branch_on_a_host_value_is_frozen_at_capture():
     g = ToyGraph(ToyDevice())
+    settings = {"greedy": True}
 
     def step(x):
-        if x[0] > 0:  # host code reads the data once, at capture
+        if settings["greedy"]:  # host code reads a host value once, at capture
             return launch(double, x)
         return launch(lambda v: [-a for a in v], x, name="negate")
 
     g.capture([5, 6], program=step)
+    settings["greedy"] = False
     assert [n.name for n in g.nodes] == ["double"]
     assert g.replay([-1, -2]) == [-2, -4], "replay repeats the branch taken at capture"
     eager = step(ToyDevice().tensor([-1, -2]))
-    assert eager == [1, 2], "eager would have taken the other branch"
+    assert eager == [1, 2], "eager takes the other branch now"
+
+
+@pytest.mark.parametrize("peek", [lambda x: x[0] > 0, lambda x: sum(x) > 0, lambda x: bool(x[0:1]),
+                                  lambda x: float(x[0:1]) > 0, lambda x: 5 in x, lambda x: x == [5, 6],
+                                  lambda x: print(x), lambda x: f"{x}", lambda x: list(x)])
+def test_branch_on_a_device_value_is_a_sync_and_refused_during_capture(peek):
+    dev = ToyDevice()
+    g = ToyGraph(dev)
+
+    def step(x):
+        peek(x)  # host code reads device data: a sync
+        return launch(double, x)
+
+    with pytest.raises(CaptureError, match="operation not permitted when stream is capturing.*Keep the value on"):
+        g.capture([5, 6], program=step)
+    assert g.state == "invalidated" and dev.sync_count == 0
 
 
 # --- memory pools ----------------------------------------------------------------------
@@ -344,7 +362,8 @@ def test_batch_above_the_largest_bucket_runs_eagerly_with_a_warning():
         out = runner.run([1, 2, 3, 4, 5])
     assert out == [2, 4, 6, 8, 10]
     assert runner.report().eager_batches == 1
-    assert [e.kind for e in dev.timeline.events if e.lane == "cpu"] == ["launch"]
+    assert [e.kind for e in dev.timeline.events if e.lane == "cpu"] == ["launch", "wait", "sync"], (
+        "one eager launch for the one kernel, then reading the rows back to the host: one sync")
 
 
 def test_bucketed_output_is_a_copy_that_survives_the_next_run():

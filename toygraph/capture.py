@@ -16,36 +16,50 @@ Around it, the toy enforces what a real CUDA graph enforces:
   addresses and returns the static output: the *same* list every time, overwritten by
   the next replay unless you copy it out.
 * A batch of another size than the captured one is refused (:class:`ShapeMismatchError`).
-* Host code runs once, at capture. A Python ``if`` on the data picks a branch then, and
-  replay repeats that branch forever (frozen control flow). A sync (``.item()``,
-  ``synchronize()``) during capture raises :class:`CaptureError`.
+* Capture bakes the Python values each kernel reads (its closure variables, the globals it
+  names, its default arguments: see :mod:`toygraph.freeze`); rebinding them afterwards
+  changes nothing a replay computes. The contents of device buffers stay live.
+* Host code runs once, at capture. A Python ``if`` on a *host* value (a flag, a Python
+  number) picks a branch then, and replay repeats that branch forever (frozen control
+  flow). An ``if`` on a *device* value reads it, which is a sync: like ``.item()`` or
+  ``synchronize()`` during capture it raises :class:`CaptureError`.
 
-Kernels are plain Python functions from lists to a list (or to one value). The toy runs
-each kernel once while capturing so you can look at values; a real GPU only records, and
-a static output holds garbage until the first replay.
+Kernels are plain Python functions from lists to a list (or to one value): each input
+buffer arrives as a plain list of its values, read on the device (no sync). The toy runs
+each kernel once while capturing, so the static output holds values after capture; a real
+GPU only records, and a static output holds garbage until the first replay.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from .errors import CaptureError, GraphStateError, InvalidArgumentError, ShapeMismatchError
-from .memory import Buffer, MemoryPool, ToyDevice, _check_values, default_device
+from .freeze import Frozen, freeze
+from .memory import Buffer, MemoryPool, ToyDevice, _check_values, _kernel_running, default_device
 
 Kernel = Callable[..., object]
 
 
 @dataclass
 class Node:
-    """One recorded kernel: its function, the buffers it reads and the static buffer it writes."""
+    """One recorded kernel: its frozen function, the buffers it reads and the static buffer it writes."""
 
     name: str
     fn: Kernel
     inputs: tuple[Buffer, ...]
     output: Buffer
     kernel_us: float
+    frozen: dict = field(default_factory=dict)
+    """The Python values the kernel read at capture, by name: baked, as a kernel's arguments are."""
+    live: dict = field(default_factory=dict)
+    """Buffers the kernel reads by name (besides its inputs): device memory, read afresh at every replay."""
+
+
+def _same(values: list) -> list:
+    return values
 
 
 def _kernel_name(fn: Kernel, name: str | None, index: int) -> str:
@@ -57,7 +71,8 @@ def _kernel_name(fn: Kernel, name: str | None, index: int) -> str:
 
 def _run_kernel(fn: Kernel, inputs: Sequence[Buffer], name: str) -> list:
     try:
-        result = fn(*inputs)
+        with _kernel_running():  # the GPU reads its own memory: no sync
+            result = fn(*(b._read() for b in inputs))
     except Exception as exc:  # the learner's kernel failed: keep its error, say where
         exc.add_note(f"(raised inside kernel {name!r})")
         raise
@@ -66,8 +81,13 @@ def _run_kernel(fn: Kernel, inputs: Sequence[Buffer], name: str) -> list:
     return list(result) if isinstance(result, (list, tuple, range)) else [result]
 
 
-def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: float | None = None) -> Buffer:
-    """Launch one kernel on device buffers: eagerly it runs now and costs a launch; during capture it is recorded."""
+def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: float | None = None,
+           out: Buffer | None = None) -> Buffer:
+    """Launch one kernel on device buffers: eagerly it runs now and costs a launch; during capture it is recorded.
+
+    During capture the kernel is frozen: the Python values it reads are baked (toygraph.freeze).
+    `out=` writes the result into an existing buffer (in place, like `torch.add(a, b, out=c)`).
+    """
     if not callable(fn):
         raise InvalidArgumentError(f"a kernel must be a function such as `lambda x: [v * 2 for v in x]`, got {fn!r}.")
     if not inputs or not all(isinstance(b, Buffer) for b in inputs):
@@ -75,18 +95,27 @@ def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: floa
             "launch() takes device buffers as inputs: make one with device.tensor([1, 2, 3]); "
             f"got {[type(b).__name__ for b in inputs]}."
         )
+    if out is not None and not isinstance(out, Buffer):
+        raise InvalidArgumentError(f"out= takes a device buffer to write into, got {type(out).__name__}.")
     device = inputs[0].device
-    if any(b.device is not device for b in inputs):
-        raise InvalidArgumentError("all inputs of a kernel must live on the same toy device.")
+    if any(b.device is not device for b in inputs) or (out is not None and out.device is not device):
+        raise InvalidArgumentError("all inputs and the output of a kernel must live on the same toy device.")
     graph = device.capturing
     label = _kernel_name(fn, name, len(graph.nodes) if graph else 0)
     us = device.clock.cost.kernel_us if kernel_us is None else float(kernel_us)
-    result = _run_kernel(fn, inputs, label)
+    frozen = freeze(fn) if graph is not None else Frozen(fn)
+    result = _run_kernel(frozen.fn, inputs, label)
+    if out is not None:
+        if len(result) != len(out):
+            raise ShapeMismatchError(len(out), len(result), what=f"output of kernel {label!r} (out=)")
+        out._write(result)
+        output = out
+    else:
+        output = device._alloc(result, graph.pool if graph is not None else device.eager_pool)
     if graph is None:
         device.clock.launch(label, us)
-        return device._alloc(result, device.eager_pool)
-    output = device._alloc(result, graph.pool)
-    graph.nodes.append(Node(label, fn, tuple(inputs), output, us))
+    else:
+        graph.nodes.append(Node(label, frozen.fn, tuple(inputs), output, us, frozen.values, frozen.buffers))
     return output
 
 
@@ -144,7 +173,7 @@ class ToyGraph:
                     out = launch(fn, out, name=self._op_names[i] or _kernel_name(fn, None, i), kernel_us=self._op_kernel_us[i])
             else:
                 out = program(static_input)
-        if not any(out is n.output for n in self.nodes):
+        if not isinstance(out, Buffer) or not any(out._storage is n.output._storage for n in self.nodes):
             self._invalidate("a program that did not return a buffer written during capture")
             raise InvalidArgumentError(
                 "the captured program must return the buffer its last kernel wrote (the value of a launch(...) "
@@ -179,7 +208,7 @@ class ToyGraph:
             result = _run_kernel(node.fn, node.inputs, node.name)
             if len(result) != len(node.output):
                 raise ShapeMismatchError(len(node.output), len(result), what=f"output of kernel {node.name!r}")
-            node.output[:] = result
+            node.output._write(result)
         self.device.clock.replay(self.name, [n.kernel_us for n in self.nodes])
         self.replays += 1
         return self.static_output  # type: ignore[return-value]
@@ -191,10 +220,19 @@ class ToyGraph:
                 "this graph has no single static input to copy into: copy new data into your own static "
                 "buffer with static_x.copy_(new_values), then call replay() with no argument."
             )
-        values = _check_values(x, "the replay input")
+        values = _check_values(x, "the replay input")  # from a buffer: device to device, no sync
         if len(values) != len(self.static_input):
             raise ShapeMismatchError(len(self.static_input), len(values))
-        self.static_input[:] = values
+        self.static_input._write(values)
+
+    def _record_copy(self, target: Buffer, source: Buffer | None, values: list) -> None:
+        """A copy_ during capture is a node too: from a buffer it reads it at replay, from host values they are baked."""
+        if source is not None:
+            self.nodes.append(Node("copy_", _same, (source,), target, self.device.clock.cost.kernel_us))
+        else:
+            baked = list(values)
+            self.nodes.append(Node("copy_", lambda: list(baked), (), target, self.device.clock.cost.kernel_us,
+                                   {"values": baked}))
 
     # looking inside ---------------------------------------------------------
     @property
@@ -241,8 +279,8 @@ def graph(g: ToyGraph, pool: MemoryPool | None = None) -> Iterator[ToyGraph]:
         device.capturing = None
     g.state = "captured"
     if g.static_input is None:
-        written = {id(n.output) for n in g.nodes}
-        external = {id(b): b for n in g.nodes for b in n.inputs if id(b) not in written}
+        written = {id(n.output._storage) for n in g.nodes}
+        external = {id(b._storage): (b if b.base is None else b.base) for n in g.nodes for b in n.inputs if id(b._storage) not in written}
         if len(external) == 1:
             g.static_input = next(iter(external.values()))
         if g.nodes:

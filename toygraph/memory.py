@@ -4,12 +4,31 @@ Every buffer lives at an address. Capture allocates a graph's buffers from that 
 private pool, and replay reads and writes exactly those addresses again: that is what
 "tensor addresses are baked in" means. New data reaches a graph only by being copied
 into its static input.
+
+A :class:`Buffer` behaves as a CUDA tensor does towards host code:
+
+* **Reading its values on the host is a sync.** Indexing (``buf[0]``), iterating
+  (``for v in buf``, ``list(buf)``, ``sum(buf)``), ``==``, ``bool(buf)`` (an ``if`` on it),
+  ``float(buf)``, printing it, ``.item()`` and ``.tolist()`` each make the CPU wait for the
+  GPU: one sync each, counted in ``device.sync_count`` and drawn on the timeline, and a
+  :class:`CaptureError` during capture. ``len(buf)`` is shape, not data: free.
+* **Kernels read buffers on the device**: what a kernel reads, inside :func:`launch` or a
+  replay, is never a sync.
+* **A slice is a view**: ``buf[1:3]`` shares storage with ``buf`` (writes through either
+  are seen by both) and reads nothing, so it is free, as a tensor slice is.
+
+Where the toy simplifies: values are Python objects of 4 bytes each (a float32's size);
+copies into a buffer (``copy_``, a replay's copy-in) cost nothing on the timeline; and
+capacity is checked against the bytes buffers hold, not the 512-byte blocks they occupy.
 """
 
 from __future__ import annotations
 
+import copy
 import weakref
-from typing import TYPE_CHECKING, Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from .errors import CaptureError, InvalidArgumentError, OutOfMemoryError, ShapeMismatchError
 from .timeline import Clock, CostModel, Timeline
@@ -20,6 +39,11 @@ if TYPE_CHECKING:
 WORD_BYTES = 4
 """Every value in a toy buffer takes 4 bytes, as a float32 would."""
 
+BLOCK_BYTES = 512
+"""Every buffer starts on a 512-byte boundary and occupies a whole number of 512-byte blocks,
+as in PyTorch's CUDA caching allocator (``kMinBlockSize = 512``: "all sizes are rounded to at
+least 512 bytes"). ``cudaMalloc`` itself only promises 256-byte alignment."""
+
 _SYNC_IN_CAPTURE = (
     "operation not permitted when stream is capturing: {what} makes the CPU wait for the GPU, "
     "but during capture the GPU runs nothing, it only records. The capture is invalidated. {advice}"
@@ -28,20 +52,65 @@ _SYNC_ADVICE = (
     "Keep the value on the device (e.g. pick the next token with an argmax kernel) and read it "
     "after replay(), outside the captured step."
 )
+_READ_ADVICE = (
+    "Host code cannot look at device values while capturing. Keep the value on the device: decide "
+    "with kernels (compute the condition as a mask, then select), and read values only after replay()."
+)
+
+_IN_KERNEL: ContextVar[bool] = ContextVar("toygraph_in_kernel", default=False)
+_FREEZING: ContextVar[bool] = ContextVar("toygraph_freezing", default=False)
+
+
+@contextmanager
+def _kernel_running() -> Iterator[None]:
+    """While a kernel runs, reading a buffer is the GPU reading its own memory: no sync."""
+    token = _IN_KERNEL.set(True)
+    try:
+        yield
+    finally:
+        _IN_KERNEL.reset(token)
+
+
+@contextmanager
+def _freezing() -> Iterator[None]:
+    """While capture freezes a kernel's Python values, device objects are kept, never copied."""
+    token = _FREEZING.set(True)
+    try:
+        yield
+    finally:
+        _FREEZING.reset(token)
+
+
+class _DeviceObject:
+    """Device-side objects (buffers, devices, pools, graphs) are kept by reference when capture freezes a kernel."""
+
+    def __deepcopy__(self, memo: dict) -> object:
+        if _FREEZING.get():
+            return self
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            setattr(new, key, copy.deepcopy(value, memo))
+        return new
 
 
 def _check_values(values: object, what: str = "data") -> list:
+    if isinstance(values, Buffer):  # a device-to-device copy: the GPU reads it, no sync
+        return values._read()
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InvalidArgumentError(f"{what} must be a list of values such as [1, 2, 3], got {values!r} ({type(values).__name__}).")
     return list(values)
 
 
-class MemoryPool:
+class MemoryPool(_DeviceObject):
     """A named pool of device memory; a graph's private pool only grows while the graph lives."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.used_bytes = 0
+        """Bytes the pool's buffers hold (values x 4 bytes)."""
+        self.allocated_bytes = 0
+        """Bytes of the 512-byte blocks they occupy, as ``torch.cuda.memory_allocated()`` counts them."""
         self.peak_bytes = 0
         self.buffers = 0
 
@@ -49,40 +118,184 @@ class MemoryPool:
         return f"MemoryPool({self.name!r}, used_bytes={self.used_bytes}, buffers={self.buffers})"
 
 
-class Buffer(list):
-    """A list that lives at an address of a toy device; printing it shows the values, as a list does."""
+class _Storage:
+    """The values of one allocation; a buffer and every view of it share one storage."""
 
-    address: int
-    device: "ToyDevice"
-    pool: MemoryPool
+    __slots__ = ("values", "__weakref__")
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes this buffer takes on the device."""
-        return self.capacity * WORD_BYTES
+    def __init__(self, values: list) -> None:
+        self.values = values
+
+
+class Buffer(_DeviceObject):
+    """Values at an address of a toy device: a tensor's rules for host code (reads sync, slices are views)."""
+
+    def __init__(self, storage: _Storage, offset: int, length: int, step: int, address: int,
+                 device: "ToyDevice", pool: MemoryPool, base: "Buffer | None" = None) -> None:
+        self._storage, self._offset, self._length, self._step = storage, offset, length, step
+        self.address, self.device, self.pool = address, device, pool
+        self.base = base
+        """The buffer this one is a view of (None when it owns its allocation), like ``tensor._base``."""
+
+    # device-side access: kernels, copies; never a sync ------------------------------------
+    def _indices(self) -> range:
+        return range(self._offset, self._offset + self._length * self._step, self._step)
+
+    def _read(self) -> list:
+        values = self._storage.values
+        if self._step == 1:
+            return values[self._offset:self._offset + self._length]
+        return [values[i] for i in self._indices()]
+
+    def _write(self, new: list) -> None:
+        if len(new) != self._length:
+            raise ShapeMismatchError(self._length, len(new))
+        values = self._storage.values
+        if self._step == 1:
+            values[self._offset:self._offset + self._length] = new
+        else:
+            for i, v in zip(self._indices(), new):
+                values[i] = v
+
+    # host-side reads: each one a sync ----------------------------------------------------
+    def _host_read(self, what: str, explicit: bool = False) -> list:
+        if not _IN_KERNEL.get():
+            implicit = not explicit and self.device.capturing is not None
+            self.device.synchronize(what=what, advice=_READ_ADVICE if implicit else None)
+        return self._read()
+
+    def _one(self, what: str) -> object:
+        if self._length != 1:
+            raise InvalidArgumentError(
+                f"{what} needs a buffer of one value, this one holds {self._length}: index it first "
+                f"(buf[i]) or read them all with .tolist()."
+            )
+        return self._host_read(what, explicit=what == ".item()")[0]
 
     def item(self) -> object:
         """The single value of a one-element buffer; a sync: the CPU waits for the GPU."""
-        self.device.synchronize(what=".item()")
-        if len(self) != 1:
-            raise InvalidArgumentError(f".item() needs a buffer of one value, this one holds {len(self)}: index it first.")
-        return self[0]
+        return self._one(".item()")
 
     def tolist(self) -> list:
-        """A plain-list copy of the values; a sync, like `.cpu()` or `print(tensor)` on a GPU."""
-        self.device.synchronize(what=".tolist()")
-        return list(self)
+        """A plain-list copy of the values; a sync, like `.tolist()` or `.cpu()` on a GPU tensor."""
+        return self._host_read(".tolist()", explicit=True)
 
-    def copy_(self, values: Iterable) -> "Buffer":
-        """Copy new values into this buffer in place: same address, same size."""
-        new = _check_values(values, "the values to copy")
-        if len(new) != len(self):
-            raise ShapeMismatchError(len(self), len(new))
-        self[:] = new
+    def __iter__(self) -> Iterator:
+        return iter(self._host_read("iterating over a buffer (for v in buf, list(buf), sum(buf))"))
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._host_read("`in` on a buffer")
+
+    def __eq__(self, other: object) -> bool:
+        mine = self._host_read("comparing a buffer with ==")
+        return mine == (other._read() if isinstance(other, Buffer) else other)
+
+    __hash__ = None  # type: ignore[assignment]  (mutable, like a list)
+
+    def __bool__(self) -> bool:
+        if self._length != 1:
+            raise InvalidArgumentError(
+                f"the truth value of a buffer of {self._length} values is ambiguous (as for a tensor): "
+                f"decide on the device with a kernel, or read the values with .tolist() and use any() or all()."
+            )
+        return bool(self._host_read("bool(buf), an `if` on a device value")[0])
+
+    def __float__(self) -> float:
+        return float(self._one("float(buf)"))  # type: ignore[arg-type]
+
+    def __int__(self) -> int:
+        return int(self._one("int(buf)"))  # type: ignore[call-overload]
+
+    def __str__(self) -> str:
+        return str(self._host_read("printing a buffer"))
+
+    __repr__ = __str__
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def shape(self) -> tuple[int]:
+        """(number of values,): shape is known on the host, reading it is no sync."""
+        return (self._length,)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this buffer's values take on the device."""
+        return self._length * WORD_BYTES
+
+    @property
+    def is_view(self) -> bool:
+        """True when this buffer is a slice of another and shares its storage."""
+        return self.base is not None
+
+    # indexing: an int reads (a sync), a slice makes a view (free) ------------------------
+    def _position(self, index: int) -> int:
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"index out of range for a buffer of {self._length} values")
+        return index
+
+    def _view(self, key: slice) -> "Buffer":
+        start, stop, step = key.indices(self._length)
+        if key.step is not None and key.step <= 0:
+            raise InvalidArgumentError(f"a buffer slice needs a positive step, as a tensor slice does; got {key.step}.")
+        length = len(range(start, stop, step))
+        offset = self._offset + start * self._step
+        base = self.base if self.base is not None else self
+        return Buffer(self._storage, offset, length, self._step * step, base.address + offset * WORD_BYTES,
+                      self.device, self.pool, base)
+
+    def __getitem__(self, key: int | slice) -> "object | Buffer":
+        if isinstance(key, slice):
+            return self._view(key)
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise InvalidArgumentError(f"a buffer is indexed by an int or a slice, got {key!r}.")
+        position = self._position(key)
+        if not _IN_KERNEL.get():
+            self.device.synchronize(what=f"reading buf[{key}] on the host",
+                                    advice=_READ_ADVICE if self.device.capturing is not None else None)
+        return self._storage.values[self._offset + position * self._step]
+
+    def __setitem__(self, key: int | slice, value: object) -> None:
+        if isinstance(key, slice):
+            self._view(key).copy_(value)
+        elif isinstance(key, bool) or not isinstance(key, int):
+            raise InvalidArgumentError(f"a buffer is indexed by an int or a slice, got {key!r}.")
+        else:
+            position = self._position(key)
+            self._view(slice(position, position + 1)).copy_([value])
+
+    # copies: device-side, no sync ---------------------------------------------------------
+    def copy_(self, values: "Iterable | Buffer | object") -> "Buffer":
+        """Copy new values into this buffer in place (same address, same size); a single number fills it."""
+        if isinstance(values, Buffer) or (isinstance(values, Iterable) and not isinstance(values, (str, bytes))):
+            new = _check_values(values, "the values to copy")
+            if len(new) != self._length:
+                raise ShapeMismatchError(self._length, len(new))
+        else:
+            new = [values] * self._length
+        graph = self.device.capturing
+        if graph is not None:
+            graph._record_copy(self, values if isinstance(values, Buffer) else None, new)
+        self._write(new)
         return self
 
+    def clone(self) -> "Buffer":
+        """A new buffer with the same values, copied on the device: one kernel launch, no sync."""
+        from .capture import launch
+        return launch(_same, self, name="clone")
 
-class ToyDevice:
+    def __deepcopy__(self, memo: dict) -> "Buffer":
+        return self if _FREEZING.get() else self.clone()
+
+
+def _same(values: list) -> list:
+    return values
+
+
+class ToyDevice(_DeviceObject):
     """A toy GPU: addressed memory in pools, a capacity, a sync counter and a CPU/GPU clock."""
 
     def __init__(self, capacity_bytes: int = 64 * 2**20, cost: CostModel | None = None, name: str = "toy-gpu") -> None:
@@ -117,22 +330,24 @@ class ToyDevice:
                 f"{self.capacity_bytes} in use ({self.memory_report()}). A CUDA graph does not help here: "
                 f"its private pool adds memory. Free buffers, use a smaller batch, or capture fewer buckets."
             )
-        buf = Buffer(values)
-        buf.address, buf.device, buf.pool = self._next_address, self, pool
-        buf.capacity = max(len(values), 1)
-        self._next_address += (nbytes + 255) // 256 * 256  # 256-byte aligned, like cudaMalloc
+        block = -(-nbytes // BLOCK_BYTES) * BLOCK_BYTES  # rounded up to 512 bytes, like PyTorch's caching allocator
+        storage = _Storage(list(values))
+        buf = Buffer(storage, 0, len(values), 1, self._next_address, self, pool)
+        self._next_address += block
         pool.used_bytes += nbytes
+        pool.allocated_bytes += block
         pool.peak_bytes = max(pool.peak_bytes, pool.used_bytes)
         pool.buffers += 1
-        if pool is self.eager_pool:  # the caching allocator gets eager memory back when the buffer dies
-            weakref.finalize(buf, _release, pool, nbytes)
+        if pool is self.eager_pool:  # the caching allocator gets eager memory back when the last view dies
+            weakref.finalize(storage, _release, pool, nbytes, block)
         return buf
 
     def tensor(self, values: Iterable) -> Buffer:
-        """A new device buffer holding these values (an eager allocation, outside any graph pool)."""
-        if self.capturing is not None:
-            return self._alloc(_check_values(values), self.capturing.pool)
-        return self._alloc(_check_values(values), self.eager_pool)
+        """A new device buffer holding these values (from a buffer: a device-side copy, no sync)."""
+        if isinstance(values, Buffer):
+            return values.clone()
+        pool = self.capturing.pool if self.capturing is not None else self.eager_pool
+        return self._alloc(_check_values(values), pool)
 
     def empty(self, size: int, fill: object = 0) -> Buffer:
         """A new device buffer of `size` values, filled with `fill`."""
@@ -176,8 +391,9 @@ class ToyDevice:
         return f"ToyDevice({self.name!r}, used {self.memory_used_bytes} of {self.capacity_bytes} bytes, syncs={self.sync_count})"
 
 
-def _release(pool: MemoryPool, nbytes: int) -> None:
+def _release(pool: MemoryPool, nbytes: int, block: int) -> None:
     pool.used_bytes -= nbytes
+    pool.allocated_bytes -= block
     pool.buffers -= 1
 
 
