@@ -45,6 +45,7 @@ class Options:
     cuda: bool | None = None  # None: detect
     progress: bool = True
     seed: int | None = None
+    only: set[str] | None = None  # grade only these exercise ids
 
 
 @dataclass
@@ -87,6 +88,14 @@ class Grader:
                  course_root: Path = ROOT) -> None:
         self.paths, self.options, self.outputs, self.course_root = paths, options, outputs, course_root
         self.assignments: list[Assignment] = load_assignments(solutions_dir)
+        if options.only:
+            known = {ex.id for a in self.assignments for ex in a.exercises}
+            unknown = sorted(set(options.only) - known)
+            if unknown:
+                raise GraphCourseError(f"--only {', '.join(unknown)}: no such exercise (known: {', '.join(sorted(known))})")
+            for a in self.assignments:
+                a.exercises = [ex for ex in a.exercises if ex.id in options.only]
+            self.assignments = [a for a in self.assignments if a.exercises]
         self.confinement: Confinement = detect()
         self.available = {"cuda"} if (options.cuda if options.cuda is not None else cuda_here()) else set()
         self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1, 2**31)
@@ -216,6 +225,7 @@ class Grader:
         mark = exercise_mark(ex, self.model[ex.id], run, available=self.available, review=flags,
                              allowed=self._allowed(learner, ex.id), answer_notes=answer.notes)
         mark["answer_cells"] = answer.cells
+        mark["seconds"] = round(run.seconds, 2)
         return mark, run
 
     async def _grade_learner(self, learner: Learner, slot: int) -> None:
@@ -324,7 +334,8 @@ class Grader:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)), "status": "running",
             "confinement": self.confinement.describe(), "confined": self.confinement.confined,
             "checks_needing": {"cuda": "cuda" in self.available}, "jobs": jobs,
-            "solutions": [a.name for a in self.assignments]},
+            "solutions": [a.name for a in self.assignments],
+            "exercises": [ex.id for a in self.assignments for ex in a.exercises]},
             "learners": {l.name: self._learner_record("not graded yet") for l in learners},
             "skipped": [{"path": p, "reason": r} for p, r in skipped], "warnings": []}
         tmp_root = Path(tempfile.gettempdir())
@@ -335,6 +346,10 @@ class Grader:
         if self.confinement.confined:
             self.uid_pool = UidPool(jobs)
             self.report["run"]["uids"] = list(self.uid_pool.uids)
+        watchdog = subprocess.Popen([sys.executable, "-m", "graphcourse.grading.watchdog", str(self.tmp),
+                                     *map(str, self.uid_pool.uids if self.uid_pool else [])],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    cwd=str(self.course_root), env=dict(os.environ, PYTHONPATH=str(self.course_root)))
         self.slots = asyncio.Queue()
         for s in range(1, jobs + 1):
             self.slots.put_nowait(s)
@@ -370,4 +385,9 @@ class Grader:
             shutil.rmtree(self.tmp, ignore_errors=True)
             if self.uid_pool is not None:
                 self.uid_pool.release()
+            watchdog.stdin.close()
+            try:
+                watchdog.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                watchdog.kill()
         return self.report
