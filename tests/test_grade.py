@@ -392,3 +392,43 @@ def test_a_signalled_grader_leaves_a_valid_report_and_nothing_running(tmp_path, 
         time.sleep(0.5)
     assert data["run"]["uids"] and _sandbox_processes(set(data["run"]["uids"])) == []
     assert _left_scratch(data) == []
+
+
+def _fake_runs():
+    from graphcourse.grading.assignment import load_assignment
+    from graphcourse.grading.runner import CellRun, CheckRun, ExerciseRun
+
+    return load_assignment, CellRun, CheckRun, ExerciseRun
+
+
+def test_review_earns_nothing_until_an_instructor_clears_it(tmp_path):
+    from graphcourse.grading.verdict import exercise_mark
+
+    load_assignment, CellRun, CheckRun, ExerciseRun = _fake_runs()
+    path = _write(tmp_path / NAME, solutions_notebook())
+    ex = load_assignment(path).exercises[1]  # ex02_smallest: two checks, 1 point each
+    model = ExerciseRun(ex.id, CellRun("ok"), {c.id: CheckRun(c.id, "ran", obs={"k": {"value": 1}}) for c in ex.checks})
+    learner = ExerciseRun(ex.id, CellRun("ok"), {c.id: CheckRun(c.id, "ran", obs={"k": {"value": 1}}) for c in ex.checks})
+    flags = ["line 1: imports sys"]
+    held = exercise_mark(ex, model, learner, available=set(), review=flags, allowed=False, answer_notes=[])
+    assert held["status"] == "review" and held["points"] == 0 and held["would_earn"] == 2 and "line 1" in held["message"]
+    cleared = exercise_mark(ex, model, learner, available=set(), review=flags, allowed=True, answer_notes=[])
+    assert cleared["status"] == "passed" and cleared["points"] == 2 and "cleared by an instructor" in cleared["message"]
+    learner.checks[ex.checks[0].id] = CheckRun(ex.checks[0].id, "ran", obs={"k": {"value": True}})  # True is not 1
+    partial = exercise_mark(ex, model, learner, available=set(), review=[], allowed=False, answer_notes=[])
+    assert partial["status"] == "partial" and partial["points"] == 1
+
+
+def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(tmp_path):
+    _confined_or_skip()
+    solutions = tmp_path / "solutions"
+    _write(solutions / NAME, solutions_notebook())
+    bad = tmp_path / "alice.ipynb"
+    bad.write_text('{"cells": [{"cell_type": "code", "source": 5, "metadata": {"tags": 3}}]}')
+    report = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(bad), "--solutions", str(solutions),
+                           "--report", str(report), "--jobs", "1", "--quiet"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rec = json.loads(report.read_text())["learners"]["alice"]
+    assert rec["total"] == 0 and {m["status"] for m in rec["exercises"].values()} == {"error"}
+    assert "cell 1: its source is int, not text" in json.dumps(rec)

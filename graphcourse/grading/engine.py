@@ -109,6 +109,8 @@ class Grader:
         self.started = time.time()
         self.hints = {ex.id: ex.hint for a in self.assignments for ex in a.exercises}
         self.exercise_by_id = {ex.id: ex for a in self.assignments for ex in a.exercises}
+        self.chosen: dict[tuple[str, str], LearnerNotebook] = {}  # (learner, assignment): the notebook read, once
+        self.chosen_notes: dict[tuple[str, str], list[str]] = {}
 
     # --- set-up ----------------------------------------------------------------------------------------
     def _copy_of(self, path: Path) -> str | None:
@@ -256,6 +258,9 @@ class Grader:
             found = candidates.get(a.name, [])
             nb = max(found, key=lambda n: (n.mtime, n.path.name == a.name)) if found else None
             notes: list[str] = []
+            if nb is not None:
+                self.chosen[(learner.name, a.name)] = nb
+                self.chosen_notes[(learner.name, a.name)] = notes
             if len(found) > 1:
                 others = ", ".join(repr(n.path.name) for n in found if n is not nb)
                 notes.append(f"warning: {len(found)} notebooks copy {a.name}: graded {nb.path.name!r} (the most recently "
@@ -289,6 +294,7 @@ class Grader:
     async def _retry_timeouts(self, learners: list[Learner]) -> None:
         """Regrade, one at a time, every exercise that timed out; the retry's result stands."""
         by_name = {l.name: l for l in learners}
+        deadlines: dict[str, float] = {}  # one budget per learner for all its retries
         todo = [(name, ex_id) for name, rec in self.report["learners"].items()
                 for ex_id, m in rec["exercises"].items()
                 if any(c["status"] == "timeout" for c in m.get("checks", {}).values()) or m["status"] == "timeout"]
@@ -298,22 +304,13 @@ class Grader:
                 continue
             ex = self.exercise_by_id[ex_id]
             a = next(a for a in self.assignments if ex in a.exercises)
-            nbs = []
-            for f in learner.files:
-                try:
-                    nb = read_learner(f)
-                except (InvalidNotebook, OSError):
-                    continue
-                if self._assignment_for(nb, lone=len(learner.files) == 1) == a.name:
-                    nbs.append(nb)
-            if not nbs:
+            nb = self.chosen.get((name, a.name))  # the bytes read the first time: a learner file is read once
+            if nb is None:
                 continue
-            nb = max(nbs, key=lambda n: (n.mtime, n.path.name == a.name))
-            old = self.report["learners"][name]["exercises"][ex_id]
             answer = find_answer(nb.cells, ex.id, ex.names, ex.stub, a.given, set())
-            answer.notes = [n for n in old["message"].split("; ") if n.startswith("warning: ")] if False else answer.notes
-            mark, _ = await self._with_slot(lambda slot: self._grade_exercise(name, ex, answer, slot,
-                                                                             time.monotonic() + self.options.budget))
+            answer.notes = answer.notes + self.chosen_notes.get((name, a.name), [])
+            deadline = deadlines.setdefault(name, time.monotonic() + self.options.budget)
+            mark, _ = await self._with_slot(lambda slot: self._grade_exercise(name, ex, answer, slot, deadline))
             mark["message"] += "; graded twice: the first attempt timed out"
             self.report["learners"][name]["exercises"][ex_id] = mark
             self._total(self.report["learners"][name])
