@@ -25,7 +25,7 @@ from ..errors import GraphCourseError
 from . import reports
 from .assignment import Assignment, Exercise, load_assignments
 from .notebooks import InvalidNotebook, Learner, LearnerNotebook, discover, find_answer, read_learner
-from .runner import ExerciseRun, Limits, run_exercise
+from .runner import ExerciseRun, Limits, Session, run_exercise
 from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, UidPool, detect
 from .scan import scan
 from .verdict import exercise_mark
@@ -109,6 +109,7 @@ class Grader:
         self.started = time.time()
         self.hints = {ex.id: ex.hint for a in self.assignments for ex in a.exercises}
         self.exercise_by_id = {ex.id: ex for a in self.assignments for ex in a.exercises}
+        self.modules = list(dict.fromkeys(m for a in self.assignments for ex in a.exercises for m in ex.modules))
         self.chosen: dict[tuple[str, str], LearnerNotebook] = {}  # (learner, assignment): the notebook read, once
         self.chosen_notes: dict[tuple[str, str], list[str]] = {}
 
@@ -175,11 +176,19 @@ class Grader:
         """Run every exercise's model answer (trusted) in the same sandbox: observations to compare, and timings."""
         generous = Limits({}, {}, given=600, floor=600)
 
-        async def one(ex: Exercise):
-            checks = [c for c in ex.checks if all(n in self.available for n in c.needs)]
-            return ex.id, await self._with_slot(lambda slot: run_exercise(ex, ex.model, self.sandbox(slot), generous,
-                                                                           self.seed, checks, trusted=True))
-        results = await asyncio.gather(*(one(ex) for a in self.assignments for ex in a.exercises))
+        async def model_run(slot: int) -> list[tuple[str, ExerciseRun]]:
+            session = Session(self.sandbox(slot), self.modules)
+            out = []
+            try:
+                for a in self.assignments:
+                    for ex in a.exercises:
+                        checks = [c for c in ex.checks if all(n in self.available for n in c.needs)]
+                        out.append((ex.id, await run_exercise(ex, ex.model, session.sandbox, generous, self.seed, checks,
+                                                              trusted=True, session=session)))
+            finally:
+                await session.close()
+            return out
+        results = await self._with_slot(model_run)
         self.model = dict(results)
         answer, check = {}, {}
         f, floor = self.options.timeout_factor, self.options.timeout_floor
@@ -214,16 +223,21 @@ class Grader:
         allow = self.options.allow_reviewed
         return "*" in allow or learner in allow or f"{learner}:{ex_id}" in allow
 
-    async def _grade_exercise(self, learner: str, ex: Exercise, answer, slot: int, deadline: float | None) -> tuple[dict, ExerciseRun | None]:
+    async def _grade_exercise(self, learner: str, ex: Exercise, answer, slot: int, deadline: float | None,
+                              session: Session | None = None) -> tuple[dict, ExerciseRun | None]:
         if answer.source is None:
             return exercise_mark(ex, self.model[ex.id], None, available=self.available, review=[], allowed=False,
                                  answer_notes=answer.notes,
                                  missing=f"no answer cell for {ex.id} (tag {ex.id}:answer), and no other code cell "
                                          f"defines {', '.join(sorted(ex.names))}"), None
         flags = [] if answer.stub else scan(answer.source)
+        if session is not None and session.sandbox.slot != slot:
+            session = None
         checks = [c for c in ex.checks if all(n in self.available for n in c.needs)
                   and self.model[ex.id].checks.get(c.id) is not None and self.model[ex.id].checks[c.id].obs is not None]
-        run = await run_exercise(ex, answer.source, self.sandbox(slot), self.limits, self.seed, checks, deadline)
+        sandbox = session.sandbox if session is not None else self.sandbox(slot)
+        run = await run_exercise(ex, answer.source, sandbox, self.limits, self.seed, checks, deadline,
+                                 session=session, reusable=not flags)
         mark = exercise_mark(ex, self.model[ex.id], run, available=self.available, review=flags,
                              allowed=self._allowed(learner, ex.id), answer_notes=answer.notes)
         mark["answer_cells"] = answer.cells
@@ -232,6 +246,13 @@ class Grader:
 
     async def _grade_learner(self, learner: Learner, slot: int) -> None:
         rec = self._learner_record("graded", list(learner.notes))
+        session = Session(self.sandbox(slot), self.modules)
+        try:
+            await self._grade_learner_in(learner, slot, rec, session)
+        finally:
+            await session.close()
+
+    async def _grade_learner_in(self, learner: Learner, slot: int, rec: dict, session: Session) -> None:
         deadline = time.monotonic() + self.options.budget
         candidates: dict[str, list[LearnerNotebook]] = {}
         broken: dict[str, list[str]] = {}
@@ -281,7 +302,7 @@ class Grader:
                     continue
                 answer = find_answer(nb.cells, ex.id, ex.names, ex.stub, a.given, set())
                 answer.notes = answer.notes + notes
-                mark, _ = await self._grade_exercise(learner.name, ex, answer, slot, deadline)
+                mark, _ = await self._grade_exercise(learner.name, ex, answer, slot, deadline, session)
                 rec["exercises"][ex.id] = mark
         self._total(rec)
         self.report["learners"][learner.name] = rec

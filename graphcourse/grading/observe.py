@@ -224,7 +224,7 @@ def _snapshot() -> dict:
             snap["transformer_manager"] = [_id(x) for x in (_getattr(tm, "cleanup_transforms", []) or [])] + [
                 _id(x) for x in (_getattr(tm, "line_transforms", []) or [])] + [_id(x) for x in (_getattr(tm, "token_transformers", []) or [])]
         for name in ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback",
-                     "set_custom_exc", "transform_cell", "ex", "ev"):
+                     "set_custom_exc", "transform_cell", "ex", "ev", "reset", "run_line_magic", "run_cell_magic"):
             snap[f"shell.{name}"] = _id(_getattr(_type(shell), name, None)), name in _vars(shell)
         events = _getattr(shell, "events", None)
         callbacks = _getattr(events, "callbacks", {}) if events is not None else {}

@@ -288,32 +288,68 @@ def verify(outputs: list, key: str, check: str) -> tuple[dict | None, dict, list
     return payload["obs"], hints, flags, ""
 
 
+RESET = "get_ipython().reset(new_session=False)"
+
+
+class Session:
+    """The kernel one learner's (or the model's) exercises run in, one after another.
+
+    A kernel is kept for the next exercise only while every exercise ended cleanly: the answer and each check ran
+    (or raised), nothing timed out or died, no review flag (static or at run time), the observations were signed.
+    Between exercises the kernel's namespace is reset and the set-up cells rerun; after anything unusual the next
+    exercise gets a fresh kernel, so nothing an answer armed can reach a later exercise."""
+
+    def __init__(self, sandbox: Sandbox, modules: list[str]) -> None:
+        self.sandbox = sandbox
+        self.modules = list(dict.fromkeys(modules))
+        self.kernel: Kernel | None = None
+        self.kernels_started = 0
+
+    async def close(self) -> None:
+        if self.kernel is not None:
+            await self.kernel.stop()
+        self.kernel = None
+
+
 async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limits, seed: int,
-                       checks: list[Check], deadline: float | None = None, trusted: bool = False) -> ExerciseRun:
-    """Run one exercise: given cells, the answer, and each of `checks`, in a fresh kernel (replaced after a death)."""
+                       checks: list[Check], deadline: float | None = None, trusted: bool = False,
+                       session: Session | None = None, reusable: bool = True) -> ExerciseRun:
+    """Run one exercise: given cells, the answer, and each of `checks` (the kernel replaced after a death).
+
+    With a session, a clean kernel left by the previous exercise is reused (reset first); without one, a fresh
+    kernel is started and stopped at the end. reusable=False: never hand this exercise's kernel on."""
     run = ExerciseRun(ex.id)
     started = time.monotonic()
-    kernel: Kernel | None = None
+    own = session is None
+    session = session or Session(sandbox, ex.modules)
+    modules = list(dict.fromkeys(session.modules + ex.modules))
 
     def left() -> float:
         return float("inf") if deadline is None else deadline - time.monotonic()
 
-    async def fresh() -> str:
-        """Start a kernel and run everything before the checks; '' or why it failed."""
-        nonlocal kernel
-        if kernel is not None:
-            await kernel.stop()
-        kernel = Kernel(sandbox)
-        try:
-            await kernel.start()
-        except asyncio.CancelledError:
-            await kernel.stop()
-            raise
-        except Exception as exc:
-            await kernel.stop()
-            return f"the kernel did not start ({type(exc).__name__}: {str(exc)[:200]})"
-        for what, source in ([("preamble", preamble(ex.modules))] + [("set-up", s) for s in ex.setup]
-                             + [("context", s) for s in ex.context] + [("baseline", BASELINE)]):
+    async def fresh(reuse: bool) -> str:
+        """A kernel with everything before the checks run; '' or why it failed."""
+        nonlocal reused
+        kernel = session.kernel
+        steps: list[tuple[str, str]] = []
+        reused = bool(reuse and kernel is not None and kernel.alive)
+        if reused:
+            steps.append(("reset", RESET))
+        else:
+            await session.close()
+            kernel = session.kernel = Kernel(sandbox)
+            session.kernels_started += 1
+            try:
+                await kernel.start()
+            except asyncio.CancelledError:
+                await session.close()
+                raise
+            except Exception as exc:
+                await session.close()
+                return f"the kernel did not start ({type(exc).__name__}: {str(exc)[:200]})"
+            steps.append(("preamble", preamble(modules)))
+        steps += [("set-up", s) for s in ex.setup] + [("context", s) for s in ex.context] + [("baseline", BASELINE)]
+        for what, source in steps:
             result = await kernel.run(source, limits.given)
             if result.kind != "ok":
                 return f"the course's {what} cell did not run ({result.kind} {result.ename}: {result.evalue[:200]})"
@@ -324,8 +360,12 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             run.answer = result
         return ""
 
+    clean = reused = False
     try:
-        why = await fresh()
+        why = await fresh(reuse=True)
+        if why and reused and why != "budget":
+            run.restarts += 1
+            why = await fresh(reuse=False)  # a reused kernel that would not reset: one fresh try
         if why:
             run.problem = why
             return run
@@ -333,13 +373,15 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             if run.answer is not None and run.answer.kind in ("timeout", "dead"):  # every check would meet it again
                 run.checks[check.id] = CheckRun(check.id, run.answer.kind)
                 continue
+            kernel = session.kernel
             if kernel is None or not kernel.alive:
                 run.restarts += 1
-                why = await fresh()
+                why = await fresh(reuse=False)
                 if why:
                     run.checks[check.id] = CheckRun(check.id, "budget" if why == "budget" else "dead",
                                                     problem=why if why != "budget" else "")
                     continue
+                kernel = session.kernel
             if left() <= 0:
                 run.checks[check.id] = CheckRun(check.id, "budget")
                 continue
@@ -365,8 +407,11 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             else:
                 result.obs, result.hints, result.flags, result.problem = verify(foot.outputs, key, check.id)
             run.checks[check.id] = result
+        clean = (reusable and not run.problem and run.restarts == 0 and run.answer is not None
+                 and run.answer.kind in ("ok", "raised")
+                 and all(c.kind in ("ran", "raised") and not c.flags and not c.problem for c in run.checks.values()))
     finally:
-        if kernel is not None:
-            await kernel.stop()
+        if own or not clean:
+            await session.close()
         run.seconds = time.monotonic() - started
     return run
