@@ -432,3 +432,19 @@ def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(tmp_path
     rec = json.loads(report.read_text())["learners"]["alice"]
     assert rec["total"] == 0 and {m["status"] for m in rec["exercises"].values()} == {"error"}
     assert "cell 1: its source is int, not text" in json.dumps(rec)
+
+
+def test_without_confinement_the_grader_says_so_loudly(tmp_path):
+    solutions = tmp_path / "solutions"
+    _write(solutions / NAME, solutions_notebook())
+    _write(tmp_path / "class" / "ann" / NAME, learner_copy())
+    report = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(tmp_path / "class"), "--solutions",
+                           str(solutions), "--report", str(report), "--quiet"], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, GRAPHCOURSE_GRADE_UNCONFINED="1"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(report.read_text())
+    assert data["run"]["confined"] is False and data["run"]["confinement"].startswith("NOT CONFINED")
+    assert "WARNING" in proc.stderr and "NOT confined" in proc.stdout
+    assert any("NOT confined" in w for w in data["warnings"])
+    assert data["learners"]["ann"]["total"] == GRADED_MAX  # it still grades

@@ -36,7 +36,7 @@ ATTRS = {
     "tb_frame", "tb_next", "_getframe", "_current_frames", "settrace", "setprofile", "modules", "meta_path",
     "path_hooks", "addaudithook", "excepthook", "displayhook", "input_transformers_cleanup",
     "input_transformers_post", "input_transformer_manager", "ast_transformers", "run_cell", "run_cell_async",
-    "run_code", "run_ast_nodes", "events", "set_custom_exc", "showtraceback", "kernel", "shell_handlers",
+    "run_code", "run_ast_nodes", "register", "unregister", "callbacks", "set_custom_exc", "showtraceback", "kernel", "shell_handlers",
     "user_ns", "user_global_ns", "kill", "killpg", "_exit", "abort", "fork", "forkpty", "system", "popen",
     "execv", "execve", "spawn", "setuid", "setsid", "ptrace", "__globals__", "__code__", "__closure__",
     "__subclasses__", "__bases__", "__mro__", "__dict__", "__class__", "__builtins__", "__import__",
