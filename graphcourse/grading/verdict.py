@@ -32,8 +32,28 @@ def same(model, learner, tol: float) -> bool:
     return model == learner
 
 
+class _Unplain:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<a {self.name} object, not plain data>"
+
+
+def _shown(value):
+    if isinstance(value, dict):
+        if set(value) == {"unplain"}:
+            return _Unplain(str(value["unplain"]))
+        if set(value) == {"float"}:
+            return float(value["float"])
+        return {k: _shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
+
+
 def short(value, limit: int = 120) -> str:
-    text = repr(value)
+    text = repr(_shown(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
