@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -230,7 +231,14 @@ class Grader:
                                  answer_notes=answer.notes,
                                  missing=f"no answer cell for {ex.id} (tag {ex.id}:answer), and no other code cell "
                                          f"defines {', '.join(sorted(ex.names))}"), None
-        flags = [] if answer.stub else scan(answer.source)
+        if answer.stub:  # the untouched stub: nothing to run, nothing earned
+            hint = re.search(r"NotImplementedError\((['\"])(.*?)\1\)", answer.source)
+            mark = exercise_mark(ex, self.model[ex.id], None, available=self.available, review=[], allowed=False,
+                                 answer_notes=answer.notes, missing_status="error",
+                                 missing="not answered yet" + (f" (NotImplementedError: {hint[2]})" if hint else ""))
+            mark["answer_cells"] = answer.cells
+            return mark, None
+        flags = scan(answer.source)
         if session is not None and session.sandbox.slot != slot:
             session = None
         checks = [c for c in ex.checks if all(n in self.available for n in c.needs)

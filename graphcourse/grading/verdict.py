@@ -100,7 +100,8 @@ def _clip(text: str, n: int = 300) -> str:
 
 
 def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None, *, available: set[str],
-                  review: list[str], allowed: bool, answer_notes: list[str], missing: str = "") -> dict:
+                  review: list[str], allowed: bool, answer_notes: list[str], missing: str = "",
+                  missing_status: str = "missing") -> dict:
     """One exercise's mark: {points, max, open, status, message, checks, review}."""
     checks: dict[str, dict] = {}
     open_points = 0
@@ -114,8 +115,10 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
     total_max = ex.max
     if missing:
         for c in graded:
-            checks[c.id] = {"points": 0, "max": c.points, "status": "missing", "message": missing, "hidden": c.hidden}
-        return _mark(0, total_max, open_points, "missing", missing, checks, [], answer_notes)
+            checks[c.id] = {"points": 0, "max": c.points, "status": missing_status, "message": missing, "hidden": c.hidden}
+        if open_points:
+            missing += f"; {open_points} point(s) not graded here"
+        return _mark(0, total_max, open_points, missing_status, missing, checks, [], answer_notes)
     assert learner is not None
     flags: list[str] = list(review)
     if learner.problem:
