@@ -110,7 +110,7 @@ def _survivors(run_id: str, grace_s: float = 10.0) -> list[str]:
     return described
 
 
-def _grade(root: Path, out: Path, run_id: str, extra: list[str] = (), stop_after_s: float | None = None,
+def _grade(root: Path, out: Path, run_id: str, extra: list[str] = (), stop_when_graded: bool = False,
            stop_signal: int = signal.SIGTERM) -> dict:
     """Grade root with the grader's command line, as an instructor would; optionally signal it mid-run."""
     tmp = out / "tmp"
@@ -124,13 +124,20 @@ def _grade(root: Path, out: Path, run_id: str, extra: list[str] = (), stop_after
                             start_new_session=True)
     signalled = False
     try:
-        if stop_after_s is not None:
-            try:
-                stdout, stderr = proc.communicate(timeout=stop_after_s)
-            except subprocess.TimeoutExpired:
-                signalled = True
-                proc.send_signal(stop_signal)
-                stdout, stderr = proc.communicate(timeout=120)
+        if stop_when_graded:  # signal the grader once one learner is graded, while the next is being graded
+            while proc.poll() is None and time.monotonic() - start < 900:
+                time.sleep(1)
+                try:
+                    report = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                if any(r.get("status") != "not graded yet" for r in report.get("learners", {}).values()):
+                    time.sleep(3)
+                    if proc.poll() is None:
+                        signalled = True
+                        proc.send_signal(stop_signal)
+                    break
+            stdout, stderr = proc.communicate(timeout=120)
         else:
             stdout, stderr = proc.communicate(timeout=3000)
     except subprocess.TimeoutExpired:
@@ -181,6 +188,13 @@ def _learners(graded, kind: str) -> list[classroom.Learner]:
 
 def _graded_max(mark: dict) -> int:
     return mark["max"] - mark.get("open", 0)
+
+
+@pytest.mark.slow
+def test_odd_names_are_reported_escaped(graded_class):
+    report = _report(graded_class)
+    for learner in _learners(graded_class, "odd"):
+        assert learner.name in report["learners"], repr(learner.name)
 
 
 @pytest.mark.slow
@@ -289,10 +303,11 @@ def test_the_report_is_complete_valid_and_escapes_every_name(graded_class):
 def test_a_grader_stopped_mid_run_leaves_a_valid_report_and_nothing_running(tmp_path, stop):
     run_id = f"gcadv{secrets.token_hex(6)}"
     root = tmp_path / "class"
-    learners = classroom.build(root, run_id, only=["detached_children", "fork_bomb", "invalid_tags_int"])
+    learners = classroom.build(root, run_id, only=["detached_children", "fork_bomb", "invalid_tags_int",
+                                                   "memory_hog"])
     out = tmp_path / "out"
     out.mkdir()
-    graded = _grade(root, out, run_id, stop_after_s=25, stop_signal=stop)
+    graded = _grade(root, out, run_id, stop_when_graded=True, stop_signal=stop)
     if not graded["signalled"]:
         pytest.skip("the class was graded before the signal: nothing to interrupt on this machine")
     assert graded["returncode"] != 0

@@ -8,7 +8,7 @@ A header looks like::
 
     # attack: what a student tries, in one line
     # honest: ex01_bucket_picker | all | none | all-but:ex02_keep_outputs
-    # where: others | ex02_keep_outputs | append:ex01_bucket_picker
+    # where: others | ex02_keep_outputs | append:ex01_bucket_picker   (others: the exercises in ATTACKED)
     # later: full        (optional: the honest exercises after the attack must still earn full marks)
 
 ``@@RUN_ID@@`` in the code becomes the run's marker: every process an attack starts carries it in its
@@ -29,6 +29,7 @@ from graphcourse import build_exercises as be
 HERE = Path(__file__).resolve().parent
 LEARNERS = HERE / "learners"
 SOLUTION = be.solution_paths(be.SOLUTIONS_DIR)[0]
+ATTACKED = ("ex02_keep_outputs", "ex09_graphed_aliasing")  # where `where: others` puts an attack (two keep it quick)
 
 
 @dataclass
@@ -92,7 +93,7 @@ def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
         return (prelude + "\n\n" + text).replace("@@RUN_ID@@", run_id).replace("@@EXERCISE@@", ex)
 
     if where == "others":
-        targets = [ex for ex in ids if ex not in honest]
+        targets = [ex for ex in ids if ex not in honest and ex in ATTACKED]
         for ex in targets:
             answers[ex] = code(ex)
     elif where.startswith("append:"):
@@ -142,9 +143,13 @@ def invalid_notebooks() -> dict[str, tuple[str, bytes]]:
 HONEST_NAMES = {  # honest classmates, some with names a terminal or a spreadsheet would misread
     "honest_alice": "plain",
     "=HYPERLINK(\"http:__evil\",\"click\")": "a spreadsheet formula",
-    "-2+3": "a leading minus",
     "\x1b[31mred\x1b[0m\x1b]0;title\x07": "terminal escape sequences",
-    "<b>bold</b>&amp;": "HTML",
+}
+ODD_NAMES = {  # classmates who deleted every answer cell (nothing to run), named to trip a report
+    "-2+3": "a leading minus",
+    "<b>bold</b>&amp;<script>alert(1)</script>": "HTML",
+    "@SUM(A1)": "a leading @",
+    "tab\tand\rreturn": "a tab and a carriage return",
 }
 
 
@@ -164,7 +169,14 @@ def build(root: Path, run_id: str, only: list[str] | None = None) -> dict[str, L
         learners[learner.name] = learner
 
     for name, what in HONEST_NAMES.items():
+        if only is not None and "honest" not in only:
+            continue
         save(Learner(name, "honest", f"an honest classmate, named with {what}", set(ids)), learner_copy(model_answers()))
+    for name, what in ODD_NAMES.items():
+        if only is None:
+            nb = learner_copy({})
+            nb.cells = [c for c in nb.cells if c.metadata.get("graphcourse", {}).get("role") != "answer"]
+            save(Learner(name, "odd", f"no answers, named with {what}"), nb)
     for path in sorted(LEARNERS.glob("*.py")):
         if only is not None and path.stem not in only:
             continue
