@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-reviewed", action="append", default=[], metavar="LEARNER[:EXERCISE]",
                    help="award the points of answers flagged 'needs review' once you have read them ('*' for all)")
     p.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR, help="the pristine notebooks (default: solutions/)")
+    p.add_argument("--only", action="append", default=[], metavar="EXERCISE",
+                   help="grade only this exercise (repeat for more); the others are left out of the report")
     p.add_argument("--seed", type=int, default=None, help="the hidden inputs' seed (default: a new random one per run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (the table and warnings still print)")
     return p
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                 folder.mkdir(parents=True, exist_ok=True)
         options = Options(timeout_floor=args.timeout_per_cell, budget=args.budget_per_learner, jobs=args.jobs,
                           memory_mb=args.memory_mb, allow_reviewed=set(args.allow_reviewed), progress=not args.quiet,
-                          seed=args.seed)
+                          seed=args.seed, only=set(args.only) or None)
         grader = Grader(args.paths, args.solutions, options,
                         Outputs(args.report, args.csv, args.feedback, args.gradescope, args.junit))
     except (GraphCourseError, OSError) as exc:

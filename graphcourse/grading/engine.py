@@ -26,7 +26,7 @@ from . import reports
 from .assignment import Assignment, Exercise, load_assignments
 from .notebooks import InvalidNotebook, Learner, LearnerNotebook, discover, find_answer, read_learner
 from .runner import ExerciseRun, Limits, run_exercise
-from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, detect
+from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, UidPool, detect
 from .scan import scan
 from .verdict import exercise_mark
 
@@ -45,6 +45,7 @@ class Options:
     cuda: bool | None = None  # None: detect
     progress: bool = True
     seed: int | None = None
+    only: set[str] | None = None  # grade only these exercise ids
 
 
 @dataclass
@@ -87,6 +88,14 @@ class Grader:
                  course_root: Path = ROOT) -> None:
         self.paths, self.options, self.outputs, self.course_root = paths, options, outputs, course_root
         self.assignments: list[Assignment] = load_assignments(solutions_dir)
+        if options.only:
+            known = {ex.id for a in self.assignments for ex in a.exercises}
+            unknown = sorted(set(options.only) - known)
+            if unknown:
+                raise GraphCourseError(f"--only {', '.join(unknown)}: no such exercise (known: {', '.join(sorted(known))})")
+            for a in self.assignments:
+                a.exercises = [ex for ex in a.exercises if ex.id in options.only]
+            self.assignments = [a for a in self.assignments if a.exercises]
         self.confinement: Confinement = detect()
         self.available = {"cuda"} if (options.cuda if options.cuda is not None else cuda_here()) else set()
         self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1, 2**31)
@@ -96,9 +105,12 @@ class Grader:
         self.limits: Limits | None = None
         self.tmp: Path | None = None
         self.slots: asyncio.Queue | None = None
+        self.uid_pool: UidPool | None = None
         self.started = time.time()
         self.hints = {ex.id: ex.hint for a in self.assignments for ex in a.exercises}
         self.exercise_by_id = {ex.id: ex for a in self.assignments for ex in a.exercises}
+        self.chosen: dict[tuple[str, str], LearnerNotebook] = {}  # (learner, assignment): the notebook read, once
+        self.chosen_notes: dict[tuple[str, str], list[str]] = {}
 
     # --- set-up ----------------------------------------------------------------------------------------
     def _copy_of(self, path: Path) -> str | None:
@@ -123,7 +135,8 @@ class Grader:
     def sandbox(self, slot: int) -> Sandbox:
         assert self.tmp is not None
         return Sandbox(self.confinement, slot, self.tmp / f"slot-{slot}", self.course_root,
-                       SandboxLimits(memory_mb=self.options.memory_mb), gpu="cuda" in self.available)
+                       SandboxLimits(memory_mb=self.options.memory_mb), gpu="cuda" in self.available,
+                       uid=self.uid_pool.uids[slot - 1] if self.uid_pool else 0)
 
     def _learner_record(self, status: str, notes: list[str] | None = None) -> dict:
         return {"status": status, "total": 0, "max": sum(ex.max for a in self.assignments for ex in a.exercises),
@@ -214,6 +227,7 @@ class Grader:
         mark = exercise_mark(ex, self.model[ex.id], run, available=self.available, review=flags,
                              allowed=self._allowed(learner, ex.id), answer_notes=answer.notes)
         mark["answer_cells"] = answer.cells
+        mark["seconds"] = round(run.seconds, 2)
         return mark, run
 
     async def _grade_learner(self, learner: Learner, slot: int) -> None:
@@ -244,6 +258,9 @@ class Grader:
             found = candidates.get(a.name, [])
             nb = max(found, key=lambda n: (n.mtime, n.path.name == a.name)) if found else None
             notes: list[str] = []
+            if nb is not None:
+                self.chosen[(learner.name, a.name)] = nb
+                self.chosen_notes[(learner.name, a.name)] = notes
             if len(found) > 1:
                 others = ", ".join(repr(n.path.name) for n in found if n is not nb)
                 notes.append(f"warning: {len(found)} notebooks copy {a.name}: graded {nb.path.name!r} (the most recently "
@@ -277,6 +294,7 @@ class Grader:
     async def _retry_timeouts(self, learners: list[Learner]) -> None:
         """Regrade, one at a time, every exercise that timed out; the retry's result stands."""
         by_name = {l.name: l for l in learners}
+        deadlines: dict[str, float] = {}  # one budget per learner for all its retries
         todo = [(name, ex_id) for name, rec in self.report["learners"].items()
                 for ex_id, m in rec["exercises"].items()
                 if any(c["status"] == "timeout" for c in m.get("checks", {}).values()) or m["status"] == "timeout"]
@@ -286,22 +304,13 @@ class Grader:
                 continue
             ex = self.exercise_by_id[ex_id]
             a = next(a for a in self.assignments if ex in a.exercises)
-            nbs = []
-            for f in learner.files:
-                try:
-                    nb = read_learner(f)
-                except (InvalidNotebook, OSError):
-                    continue
-                if self._assignment_for(nb, lone=len(learner.files) == 1) == a.name:
-                    nbs.append(nb)
-            if not nbs:
+            nb = self.chosen.get((name, a.name))  # the bytes read the first time: a learner file is read once
+            if nb is None:
                 continue
-            nb = max(nbs, key=lambda n: (n.mtime, n.path.name == a.name))
-            old = self.report["learners"][name]["exercises"][ex_id]
             answer = find_answer(nb.cells, ex.id, ex.names, ex.stub, a.given, set())
-            answer.notes = [n for n in old["message"].split("; ") if n.startswith("warning: ")] if False else answer.notes
-            mark, _ = await self._with_slot(lambda slot: self._grade_exercise(name, ex, answer, slot,
-                                                                             time.monotonic() + self.options.budget))
+            answer.notes = answer.notes + self.chosen_notes.get((name, a.name), [])
+            deadline = deadlines.setdefault(name, time.monotonic() + self.options.budget)
+            mark, _ = await self._with_slot(lambda slot: self._grade_exercise(name, ex, answer, slot, deadline))
             mark["message"] += "; graded twice: the first attempt timed out"
             self.report["learners"][name]["exercises"][ex_id] = mark
             self._total(self.report["learners"][name])
@@ -322,13 +331,22 @@ class Grader:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)), "status": "running",
             "confinement": self.confinement.describe(), "confined": self.confinement.confined,
             "checks_needing": {"cuda": "cuda" in self.available}, "jobs": jobs,
-            "solutions": [a.name for a in self.assignments]},
+            "solutions": [a.name for a in self.assignments],
+            "exercises": [ex.id for a in self.assignments for ex in a.exercises]},
             "learners": {l.name: self._learner_record("not graded yet") for l in learners},
             "skipped": [{"path": p, "reason": r} for p, r in skipped], "warnings": []}
         tmp_root = Path(tempfile.gettempdir())
         _clean_stale(tmp_root)
         self.tmp = Path(tempfile.mkdtemp(prefix=f"graphcourse-grade-{os.getpid()}-", dir=tmp_root))
         os.chmod(self.tmp, 0o711)
+        self.report["run"]["scratch"] = str(self.tmp)  # removed at the end, however the run ends
+        if self.confinement.confined:
+            self.uid_pool = UidPool(jobs)
+            self.report["run"]["uids"] = list(self.uid_pool.uids)
+        watchdog = subprocess.Popen([sys.executable, "-m", "graphcourse.grading.watchdog", str(self.tmp),
+                                     *map(str, self.uid_pool.uids if self.uid_pool else [])],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    cwd=str(self.course_root), env=dict(os.environ, PYTHONPATH=str(self.course_root)))
         self.slots = asyncio.Queue()
         for s in range(1, jobs + 1):
             self.slots.put_nowait(s)
@@ -362,4 +380,11 @@ class Grader:
             bar.close()
             self._write()
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.uid_pool is not None:
+                self.uid_pool.release()
+            watchdog.stdin.close()
+            try:
+                watchdog.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                watchdog.kill()
         return self.report

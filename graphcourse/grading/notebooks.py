@@ -98,7 +98,9 @@ def parse(data: bytes, name: str = "notebook") -> tuple[list[Cell], dict, list[s
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
         notes.append(f"{name} starts with a UTF-8 byte-order mark; it was read without it")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) > 1 and (data[0] == 0 or data[1] == 0)):
+    head = data[:64]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(head) >= 8 and (head[0::2].count(0) == len(head[0::2]) or
+                                                                            head[1::2].count(0) == len(head[1::2]))):
         raise InvalidNotebook(f"{name} is saved as UTF-16, not UTF-8: open it in Jupyter and save it again "
                               "(File, Save Notebook), or re-save it as UTF-8 in your editor")
     if b"\x00" in data:

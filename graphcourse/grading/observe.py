@@ -209,6 +209,9 @@ def _ipython():
     return get_ipython()
 
 
+_VOLATILE_BUILTINS = {"input", "raw_input", "getpass"}  # ipykernel swaps these for every request
+
+
 def _snapshot() -> dict:
     """What learner code should not change: IPython's input and AST transformers, hooks, builtins, tracing, threads."""
     shell = _ipython()
@@ -231,10 +234,10 @@ def _snapshot() -> dict:
         if kernel is not None:
             handlers = _getattr(kernel, "shell_handlers", {}) or {}
             snap["kernel.handlers"] = {k: _id(v) for k, v in _dict.items(handlers)}
-    snap["builtins"] = {k: _id(v) for k, v in _vars(_builtins_module).items() if not k.startswith("_") or k in (
-        "__import__", "__build_class__")}
+    snap["builtins"] = {k: _id(v) for k, v in _vars(_builtins_module).items() if k not in _VOLATILE_BUILTINS and (
+        not k.startswith("_") or k in ("__import__", "__build_class__"))}
     snap["trace"] = (_id(_sys.gettrace()), _id(_sys.getprofile()))
-    snap["hooks"] = (_id(_sys.excepthook), _id(_sys.displayhook), _len(_sys.meta_path), _len(_sys.path_hooks),
+    snap["hooks"] = (_id(_sys.displayhook), _len(_sys.meta_path), _len(_sys.path_hooks),
                      _len(_getattr(_sys, "audit_hooks", ()) or ()))
     snap["threads"] = _len(_threading.enumerate())
     course = {}
@@ -302,7 +305,7 @@ def _end(key_hex: str) -> None:
     flags = _differences(_state.baseline, _snapshot()) if _state.baseline is not None else ["no baseline"]
     payload = {"check": _state.check, "obs": _state.obs, "hints": _state.hints, "flags": flags}
     try:
-        text = _dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+        text = _dumps(payload, sort_keys=False, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         text = _dumps({"check": _state.check, "obs": {}, "hints": {}, "flags": [f"observations not JSON: {exc}"]},
                       sort_keys=True, separators=(",", ":"))

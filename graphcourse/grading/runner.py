@@ -80,6 +80,7 @@ class Limits:
     check: dict[str, float]
     given: float = 180.0
     floor: float = 20.0
+    grader_cell: float = 30.0  # the grader's own header and footer cells
 
     def for_answer(self, ex: str) -> float:
         return self.answer.get(ex, self.floor)
@@ -209,7 +210,7 @@ class Kernel:
                 with contextlib.suppress(Exception):
                     proc.wait(timeout=10)
             with contextlib.suppress(Exception):
-                km.cleanup_resources()
+                await km._async_cleanup_resources()
         self.sandbox.sweep()
         self.sandbox.remove()
 
@@ -329,6 +330,9 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             run.problem = why
             return run
         for check in checks:
+            if run.answer is not None and run.answer.kind in ("timeout", "dead"):  # every check would meet it again
+                run.checks[check.id] = CheckRun(check.id, run.answer.kind)
+                continue
             if kernel is None or not kernel.alive:
                 run.restarts += 1
                 why = await fresh()
@@ -339,9 +343,10 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             if left() <= 0:
                 run.checks[check.id] = CheckRun(check.id, "budget")
                 continue
-            head = await kernel.run(header(check.id, seed), limits.given)
+            head = await kernel.run(header(check.id, seed), min(limits.grader_cell, left()))
             if head.kind != "ok":
-                run.checks[check.id] = CheckRun(check.id, "raised", head.ename, head.evalue,
+                run.checks[check.id] = CheckRun(check.id, head.kind if head.kind in ("timeout", "dead") else "raised",
+                                                head.ename, head.evalue,
                                                 problem="the grader's header cell did not run: the kernel was changed")
                 continue
             body = await kernel.run(check.source, min(limits.for_check(check.id), left()))
@@ -351,8 +356,11 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
                 run.checks[check.id] = result
                 continue
             key = secrets.token_hex(32)
-            foot = await kernel.run(footer(key), limits.given)
-            if foot.kind != "ok":
+            foot = await kernel.run(footer(key), min(limits.grader_cell, left()))
+            if foot.kind in ("timeout", "dead"):
+                result.kind = foot.kind
+                result.problem = "the kernel stopped answering after this check (something the answer armed?)"
+            elif foot.kind != "ok":
                 result.problem = f"the grader's footer cell did not run ({foot.kind} {foot.ename}): the kernel was changed"
             else:
                 result.obs, result.hints, result.flags, result.problem = verify(foot.outputs, key, check.id)

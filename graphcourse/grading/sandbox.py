@@ -25,6 +25,7 @@ Without bubblewrap, or not as root, :func:`detect` says what is missing, and the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -115,10 +116,7 @@ class Sandbox:
     limits: Limits = field(default_factory=Limits)
     packages: tuple[str, ...] = ("toygraph", "graphcourse", "data")
     gpu: bool = False
-
-    @property
-    def uid(self) -> int:
-        return GRADER_UID_BASE + self.slot
+    uid: int = 0  # the kernel's uid (see UidPool); 0 when not confined
 
     def prepare(self) -> None:
         """Create the socket folder, owned by the kernel's uid, readable by nobody else."""
@@ -163,6 +161,8 @@ class Sandbox:
         kernel = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         if not self.confinement.confined:
             return kernel
+        if not GRADER_UID_BASE < self.uid < GRADER_UID_BASE + 1000:
+            raise ValueError(f"a confined kernel needs a grading uid from UidPool, not {self.uid}")
         lim = self.limits
         ro = self._ro_paths()
         sock = str(self.socket_dir)
@@ -198,8 +198,8 @@ class Sandbox:
 
     def sweep(self) -> None:
         """Kill every process left with this sandbox's uid (belt and braces behind the pid namespace)."""
-        if not self.confinement.confined:
-            return
+        if not self.confinement.confined or not GRADER_UID_BASE < self.uid < GRADER_UID_BASE + 1000:
+            return  # never as any other uid: kill(-1) as root would end the machine's processes
         try:
             pid = os.fork()
         except OSError:
@@ -216,6 +216,56 @@ class Sandbox:
 
     def remove(self) -> None:
         shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+
+class UidPool:
+    """uids for this run's kernels, none shared with another grader running on the same machine at the same time.
+
+    Each uid in GRADER_UID_BASE .. +999 is taken by holding an flock on a file in a root-only folder; the lock goes
+    when the grader ends, however it ends. A uid is also skipped while any process still runs with it."""
+
+    def __init__(self, count: int, folder: Path = Path("/run/graphcourse-grade") if Path("/run").is_dir()
+                 else Path("/tmp/graphcourse-grade-uids")) -> None:
+        import fcntl
+
+        self.fds: list[int] = []
+        self.uids: list[int] = []
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        busy = _uids_running()
+        for uid in range(GRADER_UID_BASE + 1, GRADER_UID_BASE + 1000):
+            if len(self.uids) == count:
+                break
+            if uid in busy:
+                continue
+            fd = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.fds.append(fd)
+            self.uids.append(uid)
+        if len(self.uids) < count:
+            self.release()
+            raise RuntimeError(f"no free grading uids in {GRADER_UID_BASE + 1}..{GRADER_UID_BASE + 999}: "
+                               "too many graders running at once")
+
+    def release(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = []
+
+
+def _uids_running() -> set[int]:
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                out.add(d.stat().st_uid)
+            except OSError:
+                pass
+    return out
 
 
 def user_name(uid: int) -> str:

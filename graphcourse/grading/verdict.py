@@ -131,7 +131,8 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
             continue
         flags += [f"at run time: {f}" for f in r.flags]
         if r.kind == "timeout":
-            status, msg = "timeout", "this check ran past its time limit with your answer (an endless loop?); the kernel was replaced"
+            status, msg = "timeout", (_clip(r.problem) if r.problem else "this check ran past its time limit with "
+                                      "your answer (an endless loop?); the kernel was replaced")
         elif r.kind == "dead":
             status, msg = "error", (_clip(r.problem) if r.problem else
                                     "the kernel died during this check (os._exit, exit(), a crash, out of memory, or "
