@@ -10,6 +10,7 @@ A header looks like::
     # honest: ex01_bucket_picker | all | none | all-but:ex02_keep_outputs
     # where: others | ex02_keep_outputs | append:ex01_bucket_picker   (others: the exercises in ATTACKED)
     # later: full        (optional: the honest exercises after the attack must still earn full marks)
+    # prelude: no        (optional: leave out the shared helpers of prelude.py, whose imports a scan flags)
 
 ``@@RUN_ID@@`` in the code becomes the run's marker: every process an attack starts carries it in its
 command line or environment, so the test can tell whether one outlived the grader, and end it.
@@ -85,7 +86,7 @@ def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
     else:
         honest = set(honest_spec.split())
     assert honest <= set(ids), (path.name, honest - set(ids))
-    prelude = (HERE / "prelude.py").read_text(encoding="utf-8")
+    prelude = (HERE / "prelude.py").read_text(encoding="utf-8") if head.get("prelude") != "no" else ""
     model = model_answers()
     answers = {ex: model[ex] for ex in honest}
 
