@@ -52,13 +52,19 @@ def model_answers() -> dict[str, str]:
     return {ex.id: nb.cells[ex.answer].source for ex in exercises()}
 
 
-def learner_copy(answers: dict[str, str]) -> nbformat.NotebookNode:
-    """The exercises/ copy with these answers written in (the stub stays where none is given)."""
+def learner_copy(answers: dict[str, str], others: str = "stub") -> nbformat.NotebookNode:
+    """The exercises/ copy with these answers written in; the other answer cells keep the stub (others="stub") or
+    are deleted (others="delete": those exercises are "missing" and cost the grader no kernel)."""
     nb = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
+    keep = []
     for cell in nb.cells:
         meta = cell.metadata.get("graphcourse", {})
         if meta.get("role") == "answer" and meta.get("exercise") in answers:
             cell.source = answers[meta["exercise"]]
+        elif meta.get("role") == "answer" and others == "delete":
+            continue
+        keep.append(cell)
+    nb.cells = keep
     return nb
 
 
@@ -109,7 +115,7 @@ def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
     # points the honest part may earn: an exercise whose answer cell also holds attack code is not honest
     honest_part = honest if where.startswith("append:") else honest - set(targets)
     learner = Learner(path.stem, "hostile", head["attack"], honest_part, later)
-    return learner, learner_copy(answers)
+    return learner, learner_copy(answers, others="delete")
 
 
 def invalid_notebooks() -> dict[str, tuple[str, bytes]]:
@@ -175,8 +181,7 @@ def build(root: Path, run_id: str, only: list[str] | None = None) -> dict[str, L
         save(Learner(name, "honest", f"an honest classmate, named with {what}", set(ids)), learner_copy(model_answers()))
     for name, what in ODD_NAMES.items():
         if only is None:
-            nb = learner_copy({})
-            nb.cells = [c for c in nb.cells if c.metadata.get("graphcourse", {}).get("role") != "answer"]
+            nb = learner_copy({}, others="delete")
             save(Learner(name, "odd", f"no answers, named with {what}"), nb)
     for path in sorted(LEARNERS.glob("*.py")):
         if only is not None and path.stem not in only:
