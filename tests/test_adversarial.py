@@ -166,6 +166,9 @@ def graded_class(tmp_path_factory):
     result.update(learners=learners, root=root, before=before, after=_digest(root), run_id=run_id)
     report = out / "grades.json"
     result["report_text"] = report.read_text(encoding="utf-8") if report.is_file() else None
+    if os.environ.get("GRAPHCOURSE_KEEP_REPORTS") and result["report_text"]:  # keep it for a closing note
+        Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "adversarial.json").write_text(result["report_text"])
+        Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "adversarial.stdout").write_text(result["stdout"])
     print(f"\nadversarial class: {len(learners)} learners graded in {result['wall_s']:.0f} s")
     return result
 
