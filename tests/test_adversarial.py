@@ -132,7 +132,6 @@ def _grade(root: Path, out: Path, run_id: str, extra: list[str] = (), stop_when_
                 except (OSError, ValueError):
                     continue
                 if any(r.get("status") != "not graded yet" for r in report.get("learners", {}).values()):
-                    time.sleep(3)
                     if proc.poll() is None:
                         signalled = True
                         proc.send_signal(stop_signal)
@@ -246,12 +245,15 @@ def test_answers_that_touch_the_grading_machinery_are_flagged_for_review(graded_
 def test_notebooks_that_are_not_notebooks_are_reported_with_a_reason(graded_class):
     report = _report(graded_class)
     skipped = {Path(s["path"]).parent.name: s["reason"] for s in report.get("skipped", [])}
+    unreadable = {"invalid_binary", "invalid_deep", "invalid_empty", "invalid_truncated", "invalid_not_object",
+                  "invalid_cells_dict"}
     for learner in _learners(graded_class, "invalid"):
         if learner.name in report["learners"]:
             rec = report["learners"][learner.name]
-            assert rec["total"] == 0, (learner.name, rec)
-            said = json.dumps(rec)
-            assert "could not read" in said or "not a valid notebook" in said or rec["notes"], (learner.name, rec)
+            assert rec["total"] == 0, (learner.name, rec)  # every one of them holds stubs at best
+            if learner.name in unreadable:  # not a notebook at all: said so, with the reason
+                assert rec["notes"] and any(m["status"] == "error" for m in rec["exercises"].values()), (
+                    learner.name, rec["notes"])
         else:
             assert learner.name in skipped and skipped[learner.name], (learner.name, "neither graded nor skipped")
 
@@ -285,7 +287,7 @@ def _check_reports(graded, names: list[str]) -> None:
                     assert "\x1b" not in cell, row
     for page in (out / "feedback").glob("*") if (out / "feedback").exists() else []:
         html = page.read_text(encoding="utf-8", errors="replace")
-        assert "<b>bold</b>" not in html and "<script>alert" not in html and "\x1b" not in html, page.name
+        assert "<img src=x" not in html and "<script>alert" not in html and "\x1b" not in html, page.name
     if (out / "grades.xml").exists():
         ET.parse(out / "grades.xml")
         assert "\x1b" not in (out / "grades.xml").read_text(encoding="utf-8")
@@ -307,7 +309,7 @@ def test_a_grader_stopped_mid_run_leaves_a_valid_report_and_nothing_running(tmp_
     run_id = f"gcadv{secrets.token_hex(6)}"
     root = tmp_path / "class"
     learners = classroom.build(root, run_id, only=["detached_children", "fork_bomb", "invalid_tags_int",
-                                                   "memory_hog"])
+                                                   "memory_hog", "infinite_loop"])
     out = tmp_path / "out"
     out.mkdir()
     graded = _grade(root, out, run_id, stop_when_graded=True, stop_signal=stop)

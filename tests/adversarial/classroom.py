@@ -154,7 +154,7 @@ HONEST_NAMES = {  # honest classmates, some with names a terminal or a spreadshe
 }
 ODD_NAMES = {  # classmates who deleted every answer cell (nothing to run), named to trip a report
     "-2+3": "a leading minus",
-    "<b>bold</b>&amp;<script>alert(1)</script>": "HTML",
+    "<img src=x onerror=alert(1)>&amp;": "HTML (a folder name cannot hold a slash)",
     "@SUM(A1)": "a leading @",
     "tab\tand\rreturn": "a tab and a carriage return",
 }
