@@ -324,3 +324,41 @@ def test_a_grader_stopped_mid_run_leaves_a_valid_report_and_nothing_running(tmp_
         assert report["run"]["status"] != "complete"
         assert graded["tmp_left"] == [], graded["tmp_left"][:20]
         _check_reports(graded, [n for n, l in learners.items() if l.kind != "invalid"])
+
+
+CLEARED = ["read_solutions", "proc_classmate", "input_transformer", "ast_transformer", "wrap_run_cell",
+           "fake_skiptest", "rebind_assertion", "shadow_builtins", "patch_toygraph", "always_equal", "sys_modules",
+           "forge_output", "steal_secret", "settrace_checks", "gc_hunt", "lookup_table", "base_exceptions"]
+
+
+@pytest.fixture(scope="session")
+def graded_cleared(tmp_path_factory):
+    """The attacks on the verdict, graded as if an instructor had cleared every review (--allow-reviewed '*'):
+    the flags are a second line; the verdict, judged outside the kernel from signed plain data, is the first."""
+    run_id = f"gcadv{secrets.token_hex(6)}"
+    root = tmp_path_factory.mktemp("cleared-class")
+    learners = classroom.build(root, run_id, only=CLEARED)
+    out = tmp_path_factory.mktemp("cleared-out")
+    result = _grade(root, out, run_id, extra=["--allow-reviewed", "*"])
+    result.update(learners=learners)
+    report = out / "grades.json"
+    result["report_text"] = report.read_text(encoding="utf-8") if report.is_file() else None
+    if os.environ.get("GRAPHCOURSE_KEEP_REPORTS") and result["report_text"]:
+        Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "cleared.json").write_text(result["report_text"])
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CLEARED)
+def test_a_cleared_attack_on_the_verdict_still_earns_nothing(graded_cleared, name):
+    learner = graded_cleared["learners"][name]
+    rec = _marks(graded_cleared, name)
+    for ex_id, mark in rec["exercises"].items():
+        if ex_id not in learner.honest:
+            assert mark["points"] == 0, (f"{name} ({learner.attack}), cleared, earned {mark['points']} in {ex_id}",
+                                         mark)
+
+
+@pytest.mark.slow
+def test_cleared_attacks_leave_nothing_running(graded_cleared):
+    assert graded_cleared["survivors"] == [] and graded_cleared["tmp_left"] == []
