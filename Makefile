@@ -47,3 +47,10 @@ bench: setup
 
 clean-venv:
 	rm -rf $(VENV)
+
+# Self-check one exercise notebook (nbval runs it; each check is named exercise/check, with a summary):
+#   make check NB=my-work/06_exercises.ipynb
+NB ?= exercises/06_exercises.ipynb
+.PHONY: check
+check: setup
+	$(PY) -m pytest -v --no-header -p graphcourse.selfcheck -p no:randomly -p no:cacheprovider --nbval-lax --nbval-current-env $(NB)

@@ -8,8 +8,9 @@ A header looks like::
 
     # attack: what a student tries, in one line
     # honest: ex01_bucket_picker | all | none | all-but:ex02_keep_outputs
-    # where: others | ex02_keep_outputs | append:ex01_bucket_picker
+    # where: others | ex02_keep_outputs | append:ex01_bucket_picker   (others: the exercises in ATTACKED)
     # later: full        (optional: the honest exercises after the attack must still earn full marks)
+    # prelude: no        (optional: leave out the shared helpers of prelude.py, whose imports a scan flags)
 
 ``@@RUN_ID@@`` in the code becomes the run's marker: every process an attack starts carries it in its
 command line or environment, so the test can tell whether one outlived the grader, and end it.
@@ -29,6 +30,7 @@ from graphcourse import build_exercises as be
 HERE = Path(__file__).resolve().parent
 LEARNERS = HERE / "learners"
 SOLUTION = be.solution_paths(be.SOLUTIONS_DIR)[0]
+ATTACKED = ("ex02_keep_outputs", "ex09_graphed_aliasing")  # where `where: others` puts an attack (two keep it quick)
 
 
 @dataclass
@@ -50,13 +52,19 @@ def model_answers() -> dict[str, str]:
     return {ex.id: nb.cells[ex.answer].source for ex in exercises()}
 
 
-def learner_copy(answers: dict[str, str]) -> nbformat.NotebookNode:
-    """The exercises/ copy with these answers written in (the stub stays where none is given)."""
+def learner_copy(answers: dict[str, str], others: str = "stub") -> nbformat.NotebookNode:
+    """The exercises/ copy with these answers written in; the other answer cells keep the stub (others="stub") or
+    are deleted (others="delete": those exercises are "missing" and cost the grader no kernel)."""
     nb = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
+    keep = []
     for cell in nb.cells:
         meta = cell.metadata.get("graphcourse", {})
         if meta.get("role") == "answer" and meta.get("exercise") in answers:
             cell.source = answers[meta["exercise"]]
+        elif meta.get("role") == "answer" and others == "delete":
+            continue
+        keep.append(cell)
+    nb.cells = keep
     return nb
 
 
@@ -84,7 +92,7 @@ def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
     else:
         honest = set(honest_spec.split())
     assert honest <= set(ids), (path.name, honest - set(ids))
-    prelude = (HERE / "prelude.py").read_text(encoding="utf-8")
+    prelude = (HERE / "prelude.py").read_text(encoding="utf-8") if head.get("prelude") != "no" else ""
     model = model_answers()
     answers = {ex: model[ex] for ex in honest}
 
@@ -92,7 +100,7 @@ def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
         return (prelude + "\n\n" + text).replace("@@RUN_ID@@", run_id).replace("@@EXERCISE@@", ex)
 
     if where == "others":
-        targets = [ex for ex in ids if ex not in honest]
+        targets = [ex for ex in ids if ex not in honest and ex in ATTACKED]
         for ex in targets:
             answers[ex] = code(ex)
     elif where.startswith("append:"):
@@ -107,7 +115,7 @@ def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
     # points the honest part may earn: an exercise whose answer cell also holds attack code is not honest
     honest_part = honest if where.startswith("append:") else honest - set(targets)
     learner = Learner(path.stem, "hostile", head["attack"], honest_part, later)
-    return learner, learner_copy(answers)
+    return learner, learner_copy(answers, others="delete")
 
 
 def invalid_notebooks() -> dict[str, tuple[str, bytes]]:
@@ -142,9 +150,13 @@ def invalid_notebooks() -> dict[str, tuple[str, bytes]]:
 HONEST_NAMES = {  # honest classmates, some with names a terminal or a spreadsheet would misread
     "honest_alice": "plain",
     "=HYPERLINK(\"http:__evil\",\"click\")": "a spreadsheet formula",
-    "-2+3": "a leading minus",
     "\x1b[31mred\x1b[0m\x1b]0;title\x07": "terminal escape sequences",
-    "<b>bold</b>&amp;": "HTML",
+}
+ODD_NAMES = {  # classmates who deleted every answer cell (nothing to run), named to trip a report
+    "-2+3": "a leading minus",
+    "<img src=x onerror=alert(1)>&amp;": "HTML (a folder name cannot hold a slash)",
+    "@SUM(A1)": "a leading @",
+    "tab\tand\rreturn": "a tab and a carriage return",
 }
 
 
@@ -164,7 +176,13 @@ def build(root: Path, run_id: str, only: list[str] | None = None) -> dict[str, L
         learners[learner.name] = learner
 
     for name, what in HONEST_NAMES.items():
+        if only is not None and "honest" not in only:
+            continue
         save(Learner(name, "honest", f"an honest classmate, named with {what}", set(ids)), learner_copy(model_answers()))
+    for name, what in ODD_NAMES.items():
+        if only is None:
+            nb = learner_copy({}, others="delete")
+            save(Learner(name, "odd", f"no answers, named with {what}"), nb)
     for path in sorted(LEARNERS.glob("*.py")):
         if only is not None and path.stem not in only:
             continue

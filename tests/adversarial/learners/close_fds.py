@@ -1,5 +1,5 @@
 # attack: closes the kernel's own sockets and pipes, leaving a kernel that is alive but never answers
-# honest: all-but:ex02_keep_outputs
+# honest: ex01_bucket_picker ex03_remove_the_sync
 # where: ex02_keep_outputs
 # later: full
 import os

@@ -1,5 +1,5 @@
 # attack: ex02's answer calls exit() and os._exit: a correct ex03 onwards must not pay for it
-# honest: all-but:ex02_keep_outputs
+# honest: ex01_bucket_picker ex03_remove_the_sync
 # where: ex02_keep_outputs
 # later: full
 import os, sys

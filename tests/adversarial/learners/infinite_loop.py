@@ -1,5 +1,5 @@
 # attack: an answer that never returns and ignores KeyboardInterrupt: the per-cell limit must end it, charging this exercise only
-# honest: all-but:ex02_keep_outputs
+# honest: ex01_bucket_picker ex03_remove_the_sync
 # where: ex02_keep_outputs
 # later: full
 import signal
