@@ -13,7 +13,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -361,7 +360,8 @@ class Grader:
             "confinement": self.confinement.describe(), "confined": self.confinement.confined,
             "checks_needing": {"cuda": "cuda" in self.available}, "jobs": jobs,
             "solutions": [a.name for a in self.assignments],
-            "exercises": [ex.id for a in self.assignments for ex in a.exercises]},
+            "exercises": [ex.id for a in self.assignments for ex in a.exercises],
+            "seed": self.seed},  # drawn for this run; written once grading starts, never shown to a kernel
             "learners": {l.name: self._learner_record("not graded yet") for l in learners},
             "skipped": [{"path": p, "reason": r} for p, r in skipped], "warnings": []}
         tmp_root = Path(tempfile.gettempdir())
