@@ -20,7 +20,7 @@ LAB_ARGS ?=
 BOOT   = $(PYTHON) bootstrap.py --venv $(VENV) $(if $(TORCH),--torch "$(TORCH)") \
          $(if $(WHEELHOUSE),--wheelhouse "$(WHEELHOUSE)")
 
-.PHONY: setup lab test test-tools unit notebooks browser exercises my-exercises wheelhouse slides instructor \
+.PHONY: setup lab test test-tools grade unit notebooks browser exercises my-exercises wheelhouse slides instructor \
         instructor-timings nav bench clean-venv
 
 setup: $(STAMP)
@@ -153,3 +153,13 @@ lite-build: $(STAMP) $(LITE_STAMP)
 # Builds the toy lessons for the browser, then serves them on http://127.0.0.1:$(LITE_PORT)/ (Ctrl-C to stop).
 lite: lite-build
 	$(PY) -m graphcourse.lite --out build/lite --no-build --port $(LITE_PORT)
+# Self-check one exercise notebook (nbval runs it; each check is named exercise/check, with a summary):
+#   make check NB=my-work/06_exercises.ipynb
+NB ?= my-work/06_exercises.ipynb
+.PHONY: check
+check: setup
+	$(PY) -m pytest -v --no-header -p graphcourse.selfcheck -p no:randomly -p no:cacheprovider --nbval-lax --nbval-current-env $(NB)
+
+# Grade a class, each learner confined (bubblewrap; see docs/grading.md): sudo make grade CLASS=path/to/class
+grade: setup
+	$(PY) -m graphcourse.grade $(CLASS) --report grades.json --csv grades.csv --feedback feedback/ --junit grades.xml
