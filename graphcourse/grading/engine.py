@@ -13,7 +13,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -361,10 +360,13 @@ class Grader:
             "confinement": self.confinement.describe(), "confined": self.confinement.confined,
             "checks_needing": {"cuda": "cuda" in self.available}, "jobs": jobs,
             "solutions": [a.name for a in self.assignments],
-            "exercises": [ex.id for a in self.assignments for ex in a.exercises]},
+            "exercises": [ex.id for a in self.assignments for ex in a.exercises],
+            "seed": self.seed},  # drawn for this run; written once grading starts, never shown to a kernel
             "learners": {l.name: self._learner_record("not graded yet") for l in learners},
             "skipped": [{"path": p, "reason": r} for p, r in skipped], "warnings": []}
         tmp_root = Path(tempfile.gettempdir())
+        if len(str(tmp_root)) > 50 and Path("/tmp").is_dir():  # a Unix socket's path must fit in 107 bytes
+            tmp_root = Path("/tmp")
         _clean_stale(tmp_root)
         self.tmp = Path(tempfile.mkdtemp(prefix=f"graphcourse-grade-{os.getpid()}-", dir=tmp_root))
         os.chmod(self.tmp, 0o711)

@@ -24,7 +24,6 @@ import builtins as _builtins_module
 import hashlib as _hashlib
 import hmac as _hmac
 import json as _json
-import math as _math
 import random as _random
 import sys as _sys
 import threading as _threading

@@ -22,7 +22,6 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from hashlib import sha256
-from pathlib import Path
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpec

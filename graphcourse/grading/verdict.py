@@ -6,7 +6,7 @@ import math
 import re
 
 from .assignment import NEEDS, Check, Exercise
-from .runner import CheckRun, ExerciseRun
+from .runner import ExerciseRun
 
 STATUSES = ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded")
 
