@@ -153,6 +153,7 @@ lite-build: $(STAMP) $(LITE_STAMP)
 # Builds the toy lessons for the browser, then serves them on http://127.0.0.1:$(LITE_PORT)/ (Ctrl-C to stop).
 lite: lite-build
 	$(PY) -m graphcourse.lite --out build/lite --no-build --port $(LITE_PORT)
+
 # Self-check one exercise notebook (nbval runs it; each check is named exercise/check, with a summary):
 #   make check NB=my-work/06_exercises.ipynb
 NB ?= my-work/06_exercises.ipynb
