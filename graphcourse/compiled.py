@@ -1,0 +1,235 @@
+"""Lesson 07's helpers: the tiny GPT's decode step compiled by torch.compile, and its failures run in a child.
+
+``torch.compile(mode="reduce-overhead")`` captures CUDA graphs for you (CUDAGraph Trees,
+``torch/_inductor/cudagraph_trees.py``): it warms up, records one graph per input shape it
+sees, keeps the graphs' memory in one pool and copies inputs into static buffers unless they
+are static already. :func:`compiled_loop_step` builds the course's decode step that way, with
+the KV cache and the loop state marked as static addresses so the in-place writes do not make
+the compiler skip graphs. :data:`DEMOS` is one child-process script that shows each failure
+mode with torch's own words (kept outputs overwritten, one recording per shape, graphs skipped
+and the reasons logged); :func:`run_demos` runs it and returns plain data, which the benchmark
+records for learners without a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any, Callable
+
+__all__ = [
+    "DEMOS",
+    "DemoError",
+    "compiled_loop_step",
+    "eager_loop_step",
+    "mark_static",
+    "parse_demo_output",
+    "run_demos",
+    "timed_first_call",
+]
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+"""The torch.compile modes (torch.compile's docstring): reduce-overhead adds CUDA graphs to default's fused kernels."""
+
+
+class DemoError(RuntimeError):
+    """The demo child did not report its observations."""
+
+
+def mark_static(*tensors: Any) -> None:
+    """Mark tensors as static addresses for torch.compile: their in-place writes no longer make it skip CUDA graphs."""
+    import torch
+
+    for t in tensors:
+        torch._dynamo.mark_static_address(t)
+
+
+def eager_loop_step(model: Any, cache: Any, tokens: Any, pos: Any) -> Callable[[], Any]:
+    """One decode step that feeds itself: next token into `tokens`, position + 1; returns the next token."""
+
+    def step() -> Any:
+        nxt = model.decode_step(tokens, pos, cache)
+        tokens.copy_(nxt)
+        pos.add_(1)
+        return nxt
+
+    return step
+
+
+def compiled_loop_step(model: Any, cache: Any, tokens: Any, pos: Any, mode: str = "reduce-overhead",
+                       static: bool = True) -> Callable[[], Any]:
+    """:func:`eager_loop_step` compiled with ``torch.compile(mode=mode)``; `static` marks cache and state static.
+
+    Without `static`, the cache, the token and the position are ordinary inputs that the step
+    writes in place, and reduce-overhead logs "skipping cudagraphs due to mutated inputs".
+    """
+    import torch
+
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(COMPILE_MODES)}, got {mode!r}.")
+    if static:
+        mark_static(cache.k, cache.v, tokens, pos)
+
+    def step(tokens: Any, pos: Any) -> Any:
+        nxt = model.decode_step(tokens, pos, cache)
+        tokens.copy_(nxt)
+        pos.add_(1)
+        return nxt
+
+    compiled = torch.compile(step, mode=mode, dynamic=False, fullgraph=True)
+    return lambda: compiled(tokens, pos)
+
+
+def timed_first_call(fn: Callable[[], Any], sync: Callable[[], None] | None = None) -> tuple[Any, float]:
+    """Call `fn` once and return (its result, seconds): for a compiled function, the compile time."""
+    start = time.perf_counter()
+    out = fn()
+    if sync is not None:
+        sync()
+    return out, time.perf_counter() - start
+
+
+DEMOS = r'''
+import json, logging, re, torch
+
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append(record.getMessage())
+
+torch._logging.set_logs(cudagraphs=True, recompiles=True)
+for name in ("torch._inductor", "torch._dynamo"):
+    logging.getLogger(name).addHandler(Keep())
+
+def first_line(exc):
+    text = str(exc).strip()
+    text = text.split(" Stack trace:")[0].split("\n")[0]
+    return f"{type(exc).__name__}: {text}"
+
+def skips():
+    return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
+
+def logged(pattern):
+    out = []
+    for r in records:
+        line = r.split(". Found from")[0].split("\n")[0].strip()
+        if re.search(pattern, line) and line not in out:
+            out.append(line)
+    return out
+
+result = {"torch": torch.__version__}
+
+# 1. an output kept across the next call is overwritten
+@torch.compile(mode="reduce-overhead")
+def double(x):
+    return x * 2 + 1
+
+x = torch.ones(4, device="cuda")
+for _ in range(3):
+    double(x)  # warm-up run, recording, first replay
+first = double(x)
+second = double(x)
+try:
+    print(first + second)
+    result["kept_output"] = "no error"
+except RuntimeError as exc:
+    result["kept_output"] = first_line(exc)
+first = double(x).clone()
+second = double(x)
+result["cloned_output_sum"] = float((first + second).sum())
+
+# 2. two calls in one step: mark_step_begin
+@torch.compile(mode="reduce-overhead")
+def rand_foo():
+    return torch.rand([4], device="cuda")
+
+outcome = []
+for marked in (False, True):
+    try:
+        for _ in range(4):
+            if marked:
+                torch.compiler.cudagraph_mark_step_begin()
+            total = rand_foo() + rand_foo()
+        outcome.append("ok")
+    except RuntimeError as exc:
+        outcome.append(first_line(exc))
+result["two_calls_unmarked"], result["two_calls_marked"] = outcome
+
+# 3. one recording per input shape
+records.clear()
+@torch.compile(mode="reduce-overhead")
+def scale(x):
+    return torch.nn.functional.gelu(x) * 3
+
+sizes = [1, 2, 3, 4, 8, 3, 1]
+for n in sizes:
+    for _ in range(3):
+        scale(torch.ones(n, 64, device="cuda"))
+result["shapes_seen"] = sizes
+result["shape_recordings"] = logged(r"Recording cudagraph tree")
+result["shape_recompiles"] = logged(r"[Rr]ecompiling")[:3]
+
+# 4. graphs skipped, and why
+records.clear()
+before = skips()
+@torch.compile(mode="reduce-overhead")
+def bump(x):
+    x.add_(1)
+    return x * 2
+y = torch.zeros(4, device="cuda")
+for _ in range(3):
+    bump(y)
+result["skip_mutation"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
+
+records.clear()
+before = skips()
+@torch.compile(mode="reduce-overhead")
+def mixed(x, c):
+    return x * 2, c + 1
+for _ in range(3):
+    mixed(torch.ones(4, device="cuda"), torch.ones(4))
+result["skip_cpu_tensor"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
+
+# 5. the tiny GPT's decode step: the KV cache written in place
+from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+from graphcourse.compiled import compiled_loop_step
+for static in (False, True):
+    torch._dynamo.reset()
+    records.clear()
+    before = skips()
+    model = TinyGPT(GPTConfig(n_layers=1)).cuda()
+    cache = model.new_cache(1)
+    tokens = torch.zeros(1, dtype=torch.long, device="cuda")
+    pos = as_device_position(0, "cuda")
+    step = compiled_loop_step(model, cache, tokens, pos, static=static)
+    for _ in range(4):
+        step()
+    key = "decode_static" if static else "decode_plain"
+    result[key] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
+
+print("DEMO-RESULT " + json.dumps(result))
+'''
+"""One child script: every failure mode of lesson 07, printed as one JSON line of observations."""
+
+_PATH = re.compile(r"(?:/[\w.+@~-]+){2,}/([\w.+@-]+)")
+
+
+def parse_demo_output(stdout: str) -> dict[str, Any]:
+    """The observations the demo child printed (its ``DEMO-RESULT`` line), with file paths shortened to names."""
+    for line in stdout.splitlines():
+        if line.startswith("DEMO-RESULT "):
+            data = json.loads(line[len("DEMO-RESULT "):])
+            return json.loads(_PATH.sub(r"\1", json.dumps(data)))
+    raise DemoError("the demo child printed no DEMO-RESULT line: it failed before the end (see its error lines).")
+
+
+def run_demos(timeout_s: float = 300.0) -> dict[str, Any]:
+    """Run :data:`DEMOS` in a child Python on a CUDA GPU and return its observations, or raise DemoError with its errors."""
+    from .mistakes import run_snippet
+
+    result = run_snippet(DEMOS, timeout_s)
+    try:
+        return parse_demo_output(result.stdout)
+    except DemoError as exc:
+        raise DemoError(f"{exc} Child errors: {result.errors[-3:]}") from None
