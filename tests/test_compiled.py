@@ -1,0 +1,87 @@
+"""graphcourse.compiled and graphcourse.bench_decode_paths without a GPU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from graphcourse import bench_decode_paths as bench
+from graphcourse.compiled import (DEMOS, DemoError, compiled_loop_step, eager_loop_step, parse_demo_output,
+                                  timed_first_call)
+from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+
+SMALL = GPTConfig(vocab_size=64, d_model=32, n_layers=1, n_heads=2, max_len=16)
+
+
+def test_the_demo_output_is_parsed_and_paths_are_shortened() -> None:
+    payload = {"kept_output": "RuntimeError: Error: accessing tensor output of CUDAGraphs", "logged":
+               ["skipping cudagraphs due to mutated inputs (2 instances)", "at /home/someone/work/model.py:12"]}
+    out = parse_demo_output("noise\nDEMO-RESULT " + json.dumps(payload) + "\n")
+    assert out["kept_output"] == payload["kept_output"]
+    assert out["logged"][1] == "at model.py:12", "no path of the machine that ran it"
+    with pytest.raises(DemoError, match="no DEMO-RESULT"):
+        parse_demo_output("Traceback ...\nRuntimeError: boom\n")
+
+
+def test_the_demo_script_is_valid_python_that_needs_cuda_only_when_run() -> None:
+    compile(DEMOS, "<demos>", "exec")
+    assert "cudagraph_mark_step_begin" in DEMOS and "overwritten" not in DEMOS, \
+        "the overwritten-output text must come from torch, not from the script"
+
+
+def test_an_unknown_compile_mode_is_refused() -> None:
+    model = TinyGPT(SMALL)
+    with pytest.raises(ValueError, match="reduce-overhead"):
+        compiled_loop_step(model, model.new_cache(1), torch.zeros(1, dtype=torch.long),
+                           as_device_position(0, "cpu"), mode="fast")
+
+
+@pytest.mark.slow
+def test_the_compiled_step_gives_the_eager_steps_tokens_on_a_cpu() -> None:
+    model = TinyGPT(SMALL, seed=3)
+    runs = []
+    for make in (eager_loop_step, lambda m, c, t, p: compiled_loop_step(m, c, t, p, mode="default", static=False)):
+        cache = model.new_cache(2)
+        tokens = torch.tensor([5, 9])
+        pos = as_device_position(0, "cpu")
+        step = make(model, cache, tokens, pos)
+        first, seconds = timed_first_call(step)
+        runs.append([first.tolist()] + [step().tolist() for _ in range(6)])
+        assert seconds >= 0 and int(pos) == 7, "each call advanced the position on the device tensor"
+    assert runs[0] == runs[1]
+
+
+def test_the_benchmark_refuses_without_cuda(capsys: pytest.CaptureFixture) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is here")
+    assert bench.main(["--out", "/nonexistent/never-written.json"]) == bench.NO_CUDA_EXIT
+    assert "no CUDA GPU here" in capsys.readouterr().err
+
+
+def test_the_benchmark_refuses_unknown_sections() -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--sections", "paths,speed"])
+
+
+def _row(path: str, values: list[float]) -> dict:
+    return {"path": path, "us_per_token": bench._stats(values), "issue_us_per_token": bench._stats(values),
+            "tokens_equal_to_eager": 1.0}
+
+
+def test_the_target_is_a_ratio_with_its_range_from_the_spreads() -> None:
+    data = {"provenance": {"gpu_name": "GPU", "cuda": "13.0", "torch": "2.11", "date_utc": "2026-11-30"},
+            "batches": [{"batch": 1, "tokens": 8, "repeats": 3, "rows": [
+                _row("eager", [900, 1000, 1100]), _row("reduce_overhead", [160, 162, 170]),
+                _row("graph_k1", [178, 180, 181]), _row("compiled_graph_k16", [140, 144, 150])]}]}
+    target = bench.targets(data)["batch_1"]
+    assert target["best_path"] == "compiled_graph_k16"
+    assert target["ratio_to_reduce_overhead"] == pytest.approx(144 / 162)
+    assert target["ratio_range"] == pytest.approx([140 / 170, 150 / 160])
+    assert target["met"] is True
+    assert any("compiled_graph_k16" in line for line in bench.summary_lines(data))
+
+
+def test_stats_are_median_and_spread() -> None:
+    assert bench._stats([3.0, 1.0, 2.0, 10.0]) == {"median": 2.5, "spread": 9.0, "min": 1.0, "max": 10.0}
