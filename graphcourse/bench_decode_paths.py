@@ -409,7 +409,10 @@ def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str]) -> dict[s
     if "demos" in sections:
         from .compiled import run_demos
 
+        from .device_loop import run_conditional_demo
+
         jobs.append(("demos", run_demos))
+        jobs.append(("conditional_demo", run_conditional_demo))
     if "if_node" in sections:  # last: a refused conditional capture could leave this process's CUDA unusable
         jobs.append(("if_node", bench_if_node))
     for name, job in jobs:

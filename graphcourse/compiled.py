@@ -120,7 +120,7 @@ def logged(pattern):
 
 result = {"torch": torch.__version__}
 
-# 1. an output kept across the next call is overwritten
+# 1. an output kept across the next call
 @torch.compile(mode="reduce-overhead")
 def double(x):
     return x * 2 + 1

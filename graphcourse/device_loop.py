@@ -31,6 +31,7 @@ __all__ = [
     "conditional_nodes_supported",
     "decode_k_steps",
     "graph_pool_bytes",
+    "run_conditional_demo",
     "torch_features",
 ]
 
@@ -269,3 +270,93 @@ class MultiStepDecoder:
         for _ in range(-(-n_tokens // self.k)):
             chunks.append(self.launch().clone())  # device-side copy: the next launch overwrites state.out
         return torch.cat(chunks, dim=1)[:, :n_tokens]
+
+
+CONDITIONAL_DEMO = r'''
+import json, torch
+from graphcourse.device_loop import torch_features, conditional_nodes_supported
+
+result = {"features": torch_features()}
+
+def clip(v):
+    return v * (4.0 / v.norm())
+
+def keep(v):
+    return v.clone()
+
+# eager: a Python `if` on a device value reads it on the CPU, a sync every call
+x = torch.full((16,), 3.0, device="cuda")
+torch.cuda.set_sync_debug_mode("error")
+try:
+    y = clip(x) if (x.norm() > 4.0) else keep(x)
+    result["eager_branch"] = "no sync"
+except RuntimeError as exc:
+    result["eager_branch"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+torch.cuda.set_sync_debug_mode("default")
+
+# an IF node by hand: the body runs only when the device value is true at replay
+if conditional_nodes_supported():
+    flag = torch.zeros((), dtype=torch.bool, device="cuda")
+    a = torch.full((4,), 3.0, device="cuda")
+    b = torch.zeros(4, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        g.begin_capture_to_if_node(flag)
+        b.copy_(a * 2)
+        g.end_capture_to_conditional_node()
+    seen = []
+    for value in (False, True):
+        flag.fill_(value)
+        b.zero_()
+        g.replay()
+        seen.append(b.tolist())
+    result["if_node"] = {"flag_false": seen[0], "flag_true": seen[1]}
+
+    # torch.cond captured into conditional nodes (torch's own dispatch modes, as CUDAGraph Trees use them)
+    try:
+        from torch._higher_order_ops.cudagraph_conditional_nodes import (
+            ControlFlowOpWarmupDispatchMode, CUDAGraphCaptureControlFlowOpDispatchMode)
+
+        def branch(v):
+            return torch.cond(v.norm() > 4.0, clip, keep, (v,))
+
+        static = torch.full((16,), 3.0, device="cuda")
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s), ControlFlowOpWarmupDispatchMode():
+            branch(static)
+        torch.cuda.current_stream().wait_stream(s)
+        g2 = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g2, stream=s), CUDAGraphCaptureControlFlowOpDispatchMode():
+            out = branch(static)
+        rows = []
+        for fill in (3.0, 0.5):
+            static.fill_(fill)
+            torch.cuda.set_sync_debug_mode("error")
+            g2.replay()
+            torch.cuda.set_sync_debug_mode("default")
+            got = out.clone()
+            want = clip(static) if float(static.norm()) > 4.0 else keep(static)
+            rows.append({"fill": fill, "norm": float(static.norm()), "out0": float(got[0]),
+                         "equals_eager": bool(torch.allclose(got, want))})
+        result["torch_cond_in_graph"] = {"replays": rows, "replay_synced": False}
+    except Exception as exc:
+        result["torch_cond_in_graph"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+else:
+    result["if_node"] = None
+print("DEMO-RESULT " + json.dumps(result))
+'''
+"""One child script for lesson 08: a host branch syncs; an IF node and torch.cond in a graph do not."""
+
+
+def run_conditional_demo(timeout_s: float = 300.0) -> dict[str, Any]:
+    """Run :data:`CONDITIONAL_DEMO` in a child Python on a CUDA GPU and return its observations."""
+    from .compiled import DemoError, parse_demo_output
+    from .mistakes import run_snippet
+
+    result = run_snippet(CONDITIONAL_DEMO, timeout_s)
+    try:
+        return parse_demo_output(result.stdout)
+    except DemoError as exc:
+        raise DemoError(f"{exc} Child errors: {result.errors[-3:]}") from None

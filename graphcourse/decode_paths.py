@@ -1,0 +1,156 @@
+"""Lessons 07 and 08 read the decode-paths benchmark here: load data/decode_paths.json, label it, tabulate, plot.
+
+Reading needs no torch. The file is written on a GPU by ``python -m graphcourse.bench_decode_paths``;
+every figure a lesson shows from it carries :func:`recorded_label` (GPU, date, torch).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import ReferenceDataError, ReferenceDataMissingError
+
+__all__ = ["PATH_LABELS", "demos_live_or_recorded", "load", "path_rows", "path_table", "plot_paths",
+           "recorded_label", "section"]
+
+DATA_FILE = "decode_paths.json"
+PATH_LABELS = {
+    "eager": "eager (one launch per kernel)",
+    "graph_k1": "one graph per step (lesson 05)",
+    "compiled_default": "torch.compile default (fused, no graphs)",
+    "reduce_overhead": "torch.compile reduce-overhead",
+}
+
+
+def path_label(name: str) -> str:
+    """A readable name for a benchmark path ('graph_k16' -> '16 steps per graph')."""
+    if name in PATH_LABELS:
+        return PATH_LABELS[name]
+    if name.startswith("compiled_graph_k"):
+        k = name[len("compiled_graph_k"):]
+        return f"compiled kernels, {k} step{'s' if k != '1' else ''} per graph (by hand)"
+    if name.startswith("graph_k"):
+        return f"{name[len('graph_k'):]} steps per graph"
+    return name
+
+
+def default_path() -> Path:
+    """data/decode_paths.json at the repository root."""
+    return Path(__file__).resolve().parent.parent / "data" / DATA_FILE
+
+
+def load(path: str | Path | None = None) -> dict[str, Any]:
+    """The recorded benchmark, with a clear error when the file is missing or not the benchmark's."""
+    file = Path(path) if path is not None else default_path()
+    if not file.is_file():
+        raise ReferenceDataMissingError(
+            f"no recorded decode-path results at {file}: they are written on a GPU by "
+            f"`python -m graphcourse.bench_decode_paths` and committed with the course; restore the file with "
+            f"`git checkout -- data/{DATA_FILE}`."
+        )
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as exc:
+        raise ReferenceDataError(f"{file} is not valid JSON ({exc}): re-run the benchmark on a GPU.") from exc
+    if not isinstance(data, dict) or "provenance" not in data:
+        raise ReferenceDataError(f"{file} has no 'provenance': it did not come from graphcourse.bench_decode_paths.")
+    return data
+
+
+def section(name: str, data: dict[str, Any]) -> Any:
+    """One section of the results; a clear error naming why it is missing (a failed section records its error)."""
+    if name in data:
+        return data[name]
+    if f"{name}_error" in data:
+        raise ReferenceDataError(f"the benchmark run that wrote this file failed in section {name!r}: "
+                                 f"{data[name + '_error'][:300]}")
+    raise ReferenceDataError(f"the recorded results have no section {name!r}: re-run the benchmark on a GPU.")
+
+
+def recorded_label(data: dict[str, Any]) -> str:
+    """'recorded on NVIDIA H200, 2026-11-30, torch 2.11.0+cu130 (CUDA 13.0)'."""
+    p = data["provenance"]
+    return (f"recorded on {p.get('gpu_name', 'an unnamed GPU')}, {str(p.get('date_utc', '?'))[:10]}, "
+            f"torch {p.get('torch', '?')} (CUDA {p.get('cuda', '?')})")
+
+
+def path_rows(data: dict[str, Any], batch: int) -> list[dict[str, Any]]:
+    """The rows of one batch size, in the order they were measured."""
+    for b in section("batches", data):
+        if b["batch"] == batch:
+            return b["rows"]
+    known = [b["batch"] for b in data["batches"]]
+    raise ReferenceDataError(f"no batch {batch} in the recorded results (batches: {known}).")
+
+
+def path_table(data: dict[str, Any], batch: int, paths: Sequence[str] | None = None) -> str:
+    """Aligned lines: each path's median µs per token and CPU issue µs per token, each with its spread."""
+    rows = [r for r in path_rows(data, batch) if paths is None or r["path"] in paths]
+    width = max(len(path_label(r["path"])) for r in rows)
+    lines = [f"{'batch ' + str(batch):<{width}}   µs per token (spread)   CPU µs per token (spread)"]
+    for r in rows:
+        t, i = r["us_per_token"], r["issue_us_per_token"]
+        lines.append(f"{path_label(r['path']):<{width}}   {t['median']:8.1f} ({t['spread']:6.1f})"
+                     f"        {i['median']:8.1f} ({i['spread']:6.1f})")
+    return "\n".join(lines)
+
+
+def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str) -> str:
+    """One path's median over another's, with the range the spreads allow, and whether the range excludes 1."""
+    rows = {r["path"]: r for r in path_rows(data, batch)}
+    a, b = rows[path]["us_per_token"], rows[reference]["us_per_token"]
+    ratio, lo, hi = a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]
+    verdict = ("faster" if hi < 1 else "slower" if lo > 1 else "no difference beyond the run-to-run spread")
+    return (f"batch {batch}: {path_label(path)} / {path_label(reference)} = {ratio:.2f} "
+            f"(range {lo:.2f}-{hi:.2f}): {verdict}")
+
+
+def plot_paths(data: dict[str, Any], paths: Sequence[str] | None = None, title: str = "") -> Any:
+    """Per batch size: median µs per token and CPU issue µs per token of each path, error bars = min..max."""
+    import matplotlib.pyplot as plt
+
+    batches = [b["batch"] for b in section("batches", data)]
+    fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 0.5 * 12 + 1), squeeze=False)
+    for ax, batch in zip(axes[0], batches):
+        rows = [r for r in path_rows(data, batch) if paths is None or r["path"] in paths]
+        names = [path_label(r["path"]) for r in rows]
+        ys = range(len(rows))
+        for offset, key, color, hatch, label in ((-0.2, "us_per_token", "#0072B2", "", "time per token"),
+                                                  (0.2, "issue_us_per_token", "#E69F00", "//",
+                                                   "CPU time to issue it")):
+            med = [r[key]["median"] for r in rows]
+            err = [[m - r[key]["min"] for m, r in zip(med, rows)], [r[key]["max"] - m for m, r in zip(med, rows)]]
+            ax.barh([y + offset for y in ys], med, height=0.4, xerr=err, color=color, hatch=hatch,
+                    edgecolor="white", label=label, capsize=2)
+        ax.set_yticks(list(ys), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("µs per token (log scale; bars: median, whiskers: min..max over repeats)", fontsize=8)
+        ax.set_title(f"batch {batch}", fontsize=10)
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8, loc="lower right")
+    fig.suptitle(title or f"Decode paths of the tiny GPT, {recorded_label(data)}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def demos_live_or_recorded(data: dict[str, Any] | None, key: str = "demos") -> tuple[dict[str, Any] | None, str]:
+    """A child-process demo ('demos': lesson 07, 'conditional_demo': lesson 08): live on a CUDA GPU, else recorded."""
+    from .teaching import cuda_here
+
+    if key not in ("demos", "conditional_demo"):
+        raise ValueError(f"key must be 'demos' or 'conditional_demo', got {key!r}.")
+    if cuda_here():
+        import torch
+
+        if key == "demos":
+            from .compiled import run_demos as run
+        else:
+            from .device_loop import run_conditional_demo as run
+        name = torch.cuda.get_device_name(0)
+        return run(), f"live on {name}, torch {torch.__version__}, in a child process"
+    if data is None or key not in data:
+        return None, "no CUDA GPU here and no recorded observations of this demo"
+    return data[key], f"no CUDA GPU here: {recorded_label(data)}, in a child process there"

@@ -1,0 +1,77 @@
+"""Lesson 07's GPU facts about torch.compile(mode="reduce-overhead"), on a CUDA GPU (skipped without one)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _skips() -> int:
+    return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
+
+
+def test_an_output_kept_across_the_next_call_is_refused_and_a_clone_is_kept() -> None:
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + 1
+
+    x = torch.ones(4, device="cuda")
+    for _ in range(3):
+        double(x)
+    first = double(x)
+    double(x)
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        print(first + 1)
+    kept = double(x).clone()
+    double(x + 1)
+    assert kept.tolist() == [3.0] * 4
+
+
+def test_static_cache_and_state_keep_the_decode_step_in_cudagraphs_and_its_tokens() -> None:
+    from graphcourse.compiled import compiled_loop_step, eager_loop_step
+    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+
+    torch._dynamo.reset()
+    model = TinyGPT(GPTConfig(n_layers=2)).cuda()
+    runs, skips = [], []
+    for make in (eager_loop_step, compiled_loop_step):
+        cache = model.new_cache(2)
+        tokens = torch.tensor([3, 7], device="cuda")
+        pos = as_device_position(0, "cuda")
+        step = make(model, cache, tokens, pos)
+        before = _skips()
+        runs.append(torch.stack([step().clone() for _ in range(8)]).cpu())
+        skips.append(_skips() - before)
+        assert int(pos) == 8
+    assert skips[1] == 0, "marked static, the in-place cache writes do not make the compiler skip graphs"
+    assert (runs[0] == runs[1]).float().mean() >= 0.9, "fused kernels may break an argmax tie now and then"
+
+
+def test_unmarked_in_place_writes_make_reduce_overhead_skip_graphs() -> None:
+    from graphcourse.compiled import compiled_loop_step
+    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+
+    torch._dynamo.reset()
+    model = TinyGPT(GPTConfig(n_layers=1)).cuda()
+    cache = model.new_cache(1)
+    step = compiled_loop_step(model, cache, torch.zeros(1, dtype=torch.long, device="cuda"),
+                              as_device_position(0, "cuda"), static=False)
+    before = _skips()
+    for _ in range(3):
+        step()
+    assert _skips() - before >= 1
+
+
+def test_the_demo_child_reports_torchs_own_words() -> None:
+    from graphcourse.compiled import run_demos
+
+    demos = run_demos()
+    assert "overwritten by a subsequent run" in demos["kept_output"]
+    assert demos["skip_mutation"]["skips"] >= 1
+    assert any("mutated inputs" in line for line in demos["skip_mutation"]["logged"])
+    assert demos["decode_static"]["skips"] == 0 and demos["decode_plain"]["skips"] >= 1
+    assert len(demos["shape_recordings"]) >= 2, "more than one graph recorded for several shapes"
