@@ -64,14 +64,3 @@ def test_unmarked_in_place_writes_make_reduce_overhead_skip_graphs() -> None:
     for _ in range(3):
         step()
     assert _skips() - before >= 1
-
-
-def test_the_demo_child_reports_torchs_own_words() -> None:
-    from graphcourse.compiled import run_demos
-
-    demos = run_demos()
-    assert "overwritten by a subsequent run" in demos["kept_output"]
-    assert demos["skip_mutation"]["skips"] >= 1
-    assert any("mutated inputs" in line for line in demos["skip_mutation"]["logged"])
-    assert demos["decode_static"]["skips"] == 0 and demos["decode_plain"]["skips"] >= 1
-    assert len(demos["shape_recordings"]) >= 2, "more than one graph recorded for several shapes"
