@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 from .errors import ReferenceDataError, ReferenceDataMissingError
 
-__all__ = ["PATH_LABELS", "demos_live_or_recorded", "load", "path_rows", "path_table", "plot_paths",
-           "recorded_label", "section"]
+__all__ = ["PATH_LABELS", "demos_live_or_recorded", "k_step_costs", "load", "path_label", "path_rows", "path_table",
+           "plot_paths", "ratio_line", "recorded_label", "section", "simulate_k_steps"]
 
 DATA_FILE = "decode_paths.json"
 PATH_LABELS = {
@@ -154,3 +154,46 @@ def demos_live_or_recorded(data: dict[str, Any] | None, key: str = "demos") -> t
     if data is None or key not in data:
         return None, "no CUDA GPU here and no recorded observations of this demo"
     return data[key], f"no CUDA GPU here: {recorded_label(data)}, in a child process there"
+
+
+# --------------------------------------------------------------------------- K steps per launch on the toy timeline
+
+
+def simulate_k_steps(kernels: int | Sequence[float], k: int, tokens: int, *, host_us_per_launch: float = 0.0,
+                     cost: Any = None) -> Any:
+    """The toy timeline of `tokens` decode steps, K per graph launch, each launch preceded by host work.
+
+    One graph launch per K steps (``toygraph.timeline.Clock.replay`` of K steps' kernels), and
+    `host_us_per_launch` of CPU work before each (a scheduler choosing what runs next).
+    """
+    from toygraph.errors import InvalidArgumentError
+    from toygraph.timeline import Clock, _kernel_list
+
+    for name, value in (("k (steps per graph)", k), ("tokens", tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentError(f"{name} must be a whole number >= 1, got {value!r}.")
+    if isinstance(host_us_per_launch, bool) or not isinstance(host_us_per_launch, (int, float)) \
+            or host_us_per_launch < 0:
+        raise InvalidArgumentError(f"host_us_per_launch must be a number of µs >= 0, got {host_us_per_launch!r}.")
+    clock = Clock(cost)
+    times = _kernel_list(kernels, clock.cost)
+    done = 0
+    while done < tokens:
+        steps = min(k, tokens - done)
+        if host_us_per_launch:
+            clock.host(host_us_per_launch, "scheduler")
+        clock.replay(f"{steps} steps", times * steps)
+        clock.end_step()
+        done += steps
+    return clock.timeline
+
+
+def k_step_costs(kernels: int | Sequence[float], ks: Sequence[int], tokens: int = 64, *,
+                 host_us_per_launch: float = 0.0, cost: Any = None) -> list[dict[str, float]]:
+    """For each K: µs per token, CPU busy µs per token, GPU busy µs per token and GPU busy share (toy timeline)."""
+    rows = []
+    for k in ks:
+        t = simulate_k_steps(kernels, k, tokens, host_us_per_launch=host_us_per_launch, cost=cost)
+        rows.append({"k": k, "us_per_token": t.total_us / tokens, "cpu_us_per_token": t.busy_us("cpu") / tokens,
+                     "gpu_us_per_token": t.busy_us("gpu") / tokens, "gpu_busy": t.gpu_utilization})
+    return rows

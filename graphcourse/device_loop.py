@@ -345,6 +345,23 @@ if conditional_nodes_supported():
         result["torch_cond_in_graph"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
 else:
     result["if_node"] = None
+    # this torch has no conditional-node capture: try torch.cond in a plain capture (last: it may fail)
+    static = torch.full((16,), 3.0, device="cuda")
+    clip(static), keep(static)  # warm-up
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g2 = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g2, stream=s):
+            out = torch.cond(static.norm() > 4.0, clip, keep, (static,))
+        result["torch_cond_in_graph"] = {"error": "no error: captured"}
+    except Exception as exc:
+        lines = [f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"]
+        cause = exc.__cause__ or exc.__context__
+        while cause is not None and len(lines) < 4:
+            lines.append(f"{type(cause).__name__}: {str(cause).splitlines()[0][:200]}")
+            cause = cause.__cause__ or cause.__context__
+        result["torch_cond_in_graph"] = {"error": lines[0], "chain": lines}
 print("DEMO-RESULT " + json.dumps(result))
 '''
 """One child script for lesson 08: a host branch syncs; an IF node and torch.cond in a graph do not."""
