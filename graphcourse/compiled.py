@@ -99,7 +99,9 @@ class Keep(logging.Handler):
         records.append(record.getMessage())
 
 torch._logging.set_logs(cudagraphs=True, recompiles=True)
-for name in ("torch._inductor", "torch._dynamo"):
+for name in ("torch._inductor", "torch._dynamo", "torch._inductor.cudagraph_utils.__cudagraphs",
+             "torch._inductor.cudagraph_trees.__cudagraphs", "torch._dynamo.guards.__recompiles",
+             "torch._dynamo.convert_frame.__recompiles"):
     logging.getLogger(name).addHandler(Keep())
 
 def first_line(exc):
