@@ -93,6 +93,8 @@ def timed_first_call(fn: Callable[[], Any], sync: Callable[[], None] | None = No
 DEMOS = r'''
 import json, logging, re, torch
 
+PARTS = {1, 2, 3, 4, 5}
+
 records = []
 class Keep(logging.Handler):
     def emit(self, record):
@@ -123,92 +125,107 @@ def logged(pattern):
 result = {"torch": torch.__version__}
 
 # 1. an output kept across the next call
-@torch.compile(mode="reduce-overhead")
-def double(x):
-    return x * 2 + 1
+if 1 in PARTS:
+    @torch.compile(mode="reduce-overhead")
+    def double(x):
+        return x * 2 + 1
 
-x = torch.ones(4, device="cuda")
-for _ in range(3):
-    double(x)  # warm-up run, recording, first replay
-first = double(x)
-second = double(x)
-try:
-    print(first + second)
-    result["kept_output"] = "no error"
-except RuntimeError as exc:
-    result["kept_output"] = first_line(exc)
-first = double(x).clone()
-second = double(x)
-result["cloned_output_sum"] = float((first + second).sum())
-
-# 2. two calls in one step: mark_step_begin
-@torch.compile(mode="reduce-overhead")
-def rand_foo():
-    return torch.rand([4], device="cuda")
-
-outcome = []
-for marked in (False, True):
+    x1, x2 = torch.full((4,), 1.0, device="cuda"), torch.full((4,), 10.0, device="cuda")
+    for _ in range(3):
+        double(x1)  # warm-up run, recording, first replay
+    first = double(x1)   # x1 * 2 + 1 = 3
+    second = double(x2)  # x2 * 2 + 1 = 21
     try:
-        for _ in range(4):
-            if marked:
-                torch.compiler.cudagraph_mark_step_begin()
-            total = rand_foo() + rand_foo()
-        outcome.append("ok")
+        result["kept_output"] = f"no error: the kept output reads {first.tolist()[0]:g} (3 expected)"
     except RuntimeError as exc:
-        outcome.append(first_line(exc))
-result["two_calls_unmarked"], result["two_calls_marked"] = outcome
+        result["kept_output"] = first_line(exc)
+    first = double(x1).clone()
+    second = double(x2)
+    result["cloned_output"] = f"cloned output reads {first.tolist()[0]:g} after the next call (3 expected)"
+
+# 2. two calls in one step: mark_step_begin (the example of its documentation)
+if 2 in PARTS:
+    @torch.compile(mode="reduce-overhead")
+    def rand_foo():
+        return torch.rand([4], device="cuda")
+
+    outcome = []
+    for marked in (False, True):
+        try:
+            for _ in range(4):
+                if marked:
+                    torch.compiler.cudagraph_mark_step_begin()
+                total = rand_foo() + rand_foo()
+            outcome.append("ok")
+        except RuntimeError as exc:
+            outcome.append(first_line(exc))
+    result["two_calls_unmarked"], result["two_calls_marked"] = outcome
 
 # 3. one recording per input shape
-records.clear()
-@torch.compile(mode="reduce-overhead")
-def scale(x):
-    return torch.nn.functional.gelu(x) * 3
+if 3 in PARTS:
+    records.clear()
 
-sizes = [1, 2, 3, 4, 8, 3, 1]
-for n in sizes:
-    for _ in range(3):
-        scale(torch.ones(n, 64, device="cuda"))
-result["shapes_seen"] = sizes
-result["shape_recordings"] = logged(r"Recording cudagraph tree")
-result["shape_recompiles"] = logged(r"[Rr]ecompiling")[:3]
+    @torch.compile(mode="reduce-overhead")
+    def scale(x):
+        return torch.nn.functional.gelu(x) * 3
+
+    sizes = [1, 2, 3, 4, 8, 3, 1]
+    for n in sizes:
+        for _ in range(3):
+            scale(torch.ones(n, 64, device="cuda"))
+    result["shapes_seen"] = sizes
+    result["shape_recordings"] = logged(r"Recording cudagraph tree")
+    result["shape_recompiles"] = logged(r"[Rr]ecompiling")[:3]
 
 # 4. graphs skipped, and why
-records.clear()
-before = skips()
-@torch.compile(mode="reduce-overhead")
-def bump(x):
-    x.add_(1)
-    return x * 2
-y = torch.zeros(4, device="cuda")
-for _ in range(3):
-    bump(y)
-result["skip_mutation"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
-
-records.clear()
-before = skips()
-@torch.compile(mode="reduce-overhead")
-def mixed(x, c):
-    return x * 2, c + 1
-for _ in range(3):
-    mixed(torch.ones(4, device="cuda"), torch.ones(4))
-result["skip_cpu_tensor"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
-
-# 5. the tiny GPT's decode step: the KV cache written in place
-from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
-from graphcourse.compiled import compiled_loop_step
-for static in (False, True):
-    torch._dynamo.reset()
+if 4 in PARTS:
     records.clear()
     before = skips()
-    model = TinyGPT(GPTConfig(n_layers=1)).cuda()
-    cache = model.new_cache(1)
-    tokens = torch.zeros(1, dtype=torch.long, device="cuda")
-    pos = as_device_position(0, "cuda")
-    step = compiled_loop_step(model, cache, tokens, pos, static=static)
-    for _ in range(4):
-        step()
-    key = "decode_static" if static else "decode_plain"
-    result[key] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
+
+    @torch.compile(mode="reduce-overhead")
+    def bump(x):
+        x.add_(1)
+        return x * 2
+
+    y = torch.zeros(4, device="cuda")
+    for _ in range(3):
+        bump(y)
+    result["skip_mutation"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
+    records.clear()
+    before = skips()
+
+    @torch.compile(mode="reduce-overhead")
+    def mixed(x, c):
+        return x * 2, c + 1
+
+    for _ in range(3):
+        mixed(torch.ones(4, device="cuda"), torch.ones(4))
+    result["skip_cpu_tensor"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
+
+# 5. the tiny GPT's decode step writing its KV cache in place; compiler caches off, so that
+# the second variant cannot reuse what the first one compiled
+if 5 in PARTS:
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+    from graphcourse.compiled import compiled_loop_step
+
+    inductor_config.fx_graph_cache = False
+    if hasattr(functorch_config, "enable_autograd_cache"):
+        functorch_config.enable_autograd_cache = False
+    for static in (True, False):
+        torch._dynamo.reset()
+        records.clear()
+        before = skips()
+        model = TinyGPT(GPTConfig(n_layers=1)).cuda()
+        cache = model.new_cache(1)
+        tokens = torch.zeros(1, dtype=torch.long, device="cuda")
+        pos = as_device_position(0, "cuda")
+        step = compiled_loop_step(model, cache, tokens, pos, static=static)
+        for _ in range(4):
+            step()
+        key = "decode_static" if static else "decode_plain"
+        result[key] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
 
 print("DEMO-RESULT " + json.dumps(result))
 '''
@@ -226,11 +243,17 @@ def parse_demo_output(stdout: str) -> dict[str, Any]:
     raise DemoError("the demo child printed no DEMO-RESULT line: it failed before the end (see its error lines).")
 
 
-def run_demos(timeout_s: float = 300.0) -> dict[str, Any]:
-    """Run :data:`DEMOS` in a child Python on a CUDA GPU and return its observations, or raise DemoError with its errors."""
+def run_demos(timeout_s: float = 300.0, parts: Any = None) -> dict[str, Any]:
+    """Run :data:`DEMOS` (all parts, or `parts` of 1..5) in a child Python on a CUDA GPU; its observations.
+
+    Raises DemoError with the child's errors when it printed none.
+    """
     from .mistakes import run_snippet
 
-    result = run_snippet(DEMOS, timeout_s)
+    code = DEMOS
+    if parts is not None:
+        code = DEMOS.replace("PARTS = {1, 2, 3, 4, 5}", f"PARTS = {set(int(p) for p in parts)!r}", 1)
+    result = run_snippet(code, timeout_s)
     try:
         return parse_demo_output(result.stdout)
     except DemoError as exc:

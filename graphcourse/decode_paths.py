@@ -76,18 +76,29 @@ def recorded_label(data: dict[str, Any]) -> str:
             f"torch {p.get('torch', '?')} (CUDA {p.get('cuda', '?')})")
 
 
-def path_rows(data: dict[str, Any], batch: int) -> list[dict[str, Any]]:
-    """The rows of one batch size, in the order they were measured."""
-    for b in section("batches", data):
+def path_rows(data: dict[str, Any], batch: int, part: str = "batches") -> list[dict[str, Any]]:
+    """The rows of one batch size, in the order they were measured.
+
+    `part`: 'batches' (eager, K steps per graph, default mode, reduce-overhead, all timed together)
+    or 'compiled_graphs' (default-mode kernels captured by hand, timed with their own references).
+    """
+    for b in section(part, data):
         if b["batch"] == batch:
             return b["rows"]
-    known = [b["batch"] for b in data["batches"]]
+    known = [b["batch"] for b in data[part]]
     raise ReferenceDataError(f"no batch {batch} in the recorded results (batches: {known}).")
 
 
-def path_table(data: dict[str, Any], batch: int, paths: Sequence[str] | None = None) -> str:
-    """Aligned lines: each path's median µs per token and CPU issue µs per token, each with its spread."""
-    rows = [r for r in path_rows(data, batch) if paths is None or r["path"] in paths]
+def path_table(data: dict[str, Any], batch: int, paths: Sequence[str] | None = None,
+               part: str = "batches") -> str:
+    """Aligned lines: each path's median µs per token and CPU issue µs per token, each with its spread.
+
+    A part the benchmark could not record gives one line saying so and why.
+    """
+    try:
+        rows = [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
+    except ReferenceDataError as exc:
+        return f"batch {batch}: not recorded: {str(exc)[:300]}"
     width = max(len(path_label(r["path"])) for r in rows)
     lines = [f"{'batch ' + str(batch):<{width}}   µs per token (spread)   CPU µs per token (spread)"]
     for r in rows:
@@ -97,9 +108,12 @@ def path_table(data: dict[str, Any], batch: int, paths: Sequence[str] | None = N
     return "\n".join(lines)
 
 
-def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str) -> str:
+def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str, part: str = "batches") -> str:
     """One path's median over another's, with the range the spreads allow, and whether the range excludes 1."""
-    rows = {r["path"]: r for r in path_rows(data, batch)}
+    try:
+        rows = {r["path"]: r for r in path_rows(data, batch, part)}
+    except ReferenceDataError as exc:
+        return f"batch {batch}: not recorded: {str(exc)[:200]}"
     a, b = rows[path]["us_per_token"], rows[reference]["us_per_token"]
     ratio, lo, hi = a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]
     verdict = ("faster" if hi < 1 else "slower" if lo > 1 else "no difference beyond the run-to-run spread")
@@ -107,14 +121,15 @@ def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str) -> s
             f"(range {lo:.2f}-{hi:.2f}): {verdict}")
 
 
-def plot_paths(data: dict[str, Any], paths: Sequence[str] | None = None, title: str = "") -> Any:
+def plot_paths(data: dict[str, Any], paths: Sequence[str] | None = None, title: str = "",
+               part: str = "batches") -> Any:
     """Per batch size: median µs per token and CPU issue µs per token of each path, error bars = min..max."""
     import matplotlib.pyplot as plt
 
-    batches = [b["batch"] for b in section("batches", data)]
+    batches = [b["batch"] for b in section(part, data)]
     fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 0.5 * 12 + 1), squeeze=False)
     for ax, batch in zip(axes[0], batches):
-        rows = [r for r in path_rows(data, batch) if paths is None or r["path"] in paths]
+        rows = [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
         names = [path_label(r["path"]) for r in rows]
         ys = range(len(rows))
         for offset, key, color, hatch, label in ((-0.2, "us_per_token", "#0072B2", "", "time per token"),
@@ -142,7 +157,10 @@ def demos_live_or_recorded(data: dict[str, Any] | None, key: str = "demos") -> t
 
     if key not in ("demos", "conditional_demo"):
         raise ValueError(f"key must be 'demos' or 'conditional_demo', got {key!r}.")
-    if cuda_here():
+    import os
+
+    reuse = os.environ.get("GRAPHCOURSE_RECORDED_DEMOS") == "1" and data is not None and key in data
+    if cuda_here() and not reuse:
         import torch
 
         if key == "demos":
@@ -153,6 +171,8 @@ def demos_live_or_recorded(data: dict[str, Any] | None, key: str = "demos") -> t
         return run(), f"live on {name}, torch {torch.__version__}, in a child process"
     if data is None or key not in data:
         return None, "no CUDA GPU here and no recorded observations of this demo"
+    if reuse:  # re-executing a lesson right after the benchmark: show what it just recorded, not a second run
+        return data[key], f"{recorded_label(data)}, in a child process (GRAPHCOURSE_RECORDED_DEMOS=1)"
     return data[key], f"no CUDA GPU here: {recorded_label(data)}, in a child process there"
 
 

@@ -12,22 +12,35 @@ def _skips() -> int:
     return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
 
 
-def test_an_output_kept_across_the_next_call_is_refused_and_a_clone_is_kept() -> None:
+def test_two_calls_in_one_step_are_refused_unless_each_step_is_marked() -> None:
+    """The example of torch.compiler.cudagraph_mark_step_begin's documentation, both ways."""
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def rand_foo() -> torch.Tensor:
+        return torch.rand([4], device="cuda")
+
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        for _ in range(4):
+            rand_foo() + rand_foo()
+    for _ in range(4):
+        torch.compiler.cudagraph_mark_step_begin()
+        total = rand_foo() + rand_foo()
+    assert total.shape == (4,)
+
+
+def test_a_cloned_output_survives_the_next_call() -> None:
     torch._dynamo.reset()
 
     @torch.compile(mode="reduce-overhead")
     def double(x: torch.Tensor) -> torch.Tensor:
         return x * 2 + 1
 
-    x = torch.ones(4, device="cuda")
+    x1, x2 = torch.full((4,), 1.0, device="cuda"), torch.full((4,), 10.0, device="cuda")
     for _ in range(3):
-        double(x)
-    first = double(x)
-    double(x)
-    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
-        print(first + 1)
-    kept = double(x).clone()
-    double(x + 1)
+        double(x1)
+    kept = double(x1).clone()
+    double(x2)
     assert kept.tolist() == [3.0] * 4
 
 
