@@ -152,7 +152,7 @@ def build_paths(model: Any, batch: int, ks: Sequence[int], compiled_ks: Sequence
     """
     import torch
 
-    from .compiled import compiled_loop_step, eager_loop_step, timed_first_call
+    from .compiled import compiled_loop_step, eager_loop_step, own_code_object, timed_first_call
     from .device_loop import MultiStepDecoder, graph_pool_bytes
 
     paths: list[Path_] = []
@@ -202,7 +202,8 @@ def build_paths(model: Any, batch: int, ks: Sequence[int], compiled_ks: Sequence
         if fn is None:
             keep_alive.append(cache)  # an id is unique only while its object lives
             fn = compiled_for[id(cache)] = torch.compile(
-                lambda t, p: model.decode_step(t, p, cache), mode="default", dynamic=False, fullgraph=True)
+                own_code_object(lambda t, p: model.decode_step(t, p, cache)), mode="default", dynamic=False,
+                fullgraph=True)
         return fn(tok, pos)
 
     for k in compiled_ks:

@@ -13,6 +13,7 @@ records for learners without a GPU.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -24,6 +25,7 @@ __all__ = [
     "compiled_loop_step",
     "eager_loop_step",
     "mark_static",
+    "own_code_object",
     "parse_demo_output",
     "run_demos",
     "timed_first_call",
@@ -77,8 +79,24 @@ def compiled_loop_step(model: Any, cache: Any, tokens: Any, pos: Any, mode: str 
         pos.add_(1)
         return nxt
 
+    own_code_object(step)
     compiled = torch.compile(step, mode=mode, dynamic=False, fullgraph=True)
     return lambda: compiled(tokens, pos)
+
+
+_CODE_IDS = itertools.count()
+
+
+def own_code_object(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give `fn` a code object of its own, so torch.compile never serves it another closure's compiled code.
+
+    Dynamo caches compiled code per code object and guards a closure's tensors by shape and dtype,
+    not by identity; two closures made by the same ``def`` (one decode step per cache, per compile
+    mode) would share entries, and code compiled with one cache's static addresses baked in could
+    run for another.
+    """
+    fn.__code__ = fn.__code__.replace(co_name=f"{fn.__code__.co_name}_{next(_CODE_IDS)}")
+    return fn
 
 
 def timed_first_call(fn: Callable[[], Any], sync: Callable[[], None] | None = None) -> tuple[Any, float]:

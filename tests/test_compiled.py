@@ -85,3 +85,16 @@ def test_the_target_is_a_ratio_with_its_range_from_the_spreads() -> None:
 
 def test_stats_are_median_and_spread() -> None:
     assert bench._stats([3.0, 1.0, 2.0, 10.0]) == {"median": 2.5, "spread": 9.0, "min": 1.0, "max": 10.0}
+
+
+def test_each_compiled_step_gets_its_own_code_object() -> None:
+    from graphcourse.compiled import own_code_object
+
+    def make(k: int):
+        def step(x: int) -> int:
+            return x + k
+        return own_code_object(step)
+
+    a, b = make(1), make(2)
+    assert a.__code__ is not b.__code__ and a.__code__.co_name != b.__code__.co_name
+    assert (a(1), b(1)) == (2, 3), "the functions still work"
