@@ -12,8 +12,9 @@ from typing import Any, Sequence
 
 from .errors import ReferenceDataError, ReferenceDataMissingError
 
-__all__ = ["PATH_LABELS", "demos_live_or_recorded", "k_step_costs", "load", "path_label", "path_rows", "path_table",
-           "plot_paths", "ratio_line", "recorded_label", "section", "simulate_k_steps"]
+__all__ = ["PATH_LABELS", "decode_step_profile", "demos_live_or_recorded", "k_step_costs", "kernel_lines", "load",
+           "one_time_cost_lines", "path_label", "path_rows", "path_table", "plot_paths", "ratio_line",
+           "recorded_label", "section", "simulate_k_steps", "static_skip_lines"]
 
 DATA_FILE = "decode_paths.json"
 PATH_LABELS = {
@@ -65,7 +66,7 @@ def section(name: str, data: dict[str, Any]) -> Any:
         return data[name]
     if f"{name}_error" in data:
         raise ReferenceDataError(f"the benchmark run that wrote this file failed in section {name!r}: "
-                                 f"{data[name + '_error'][:300]}")
+                                 f"{data[name + '_error'].splitlines()[0][:200]}")
     raise ReferenceDataError(f"the recorded results have no section {name!r}: re-run the benchmark on a GPU.")
 
 
@@ -217,3 +218,84 @@ def k_step_costs(kernels: int | Sequence[float], ks: Sequence[int], tokens: int 
         rows.append({"k": k, "us_per_token": t.total_us / tokens, "cpu_us_per_token": t.busy_us("cpu") / tokens,
                      "gpu_us_per_token": t.busy_us("gpu") / tokens, "gpu_busy": t.gpu_utilization})
     return rows
+
+
+# --------------------------------------------------------------------------- lines the lessons print
+
+
+def _all_rows(data: dict[str, Any], batch: int) -> dict[str, dict[str, Any]]:
+    """Rows of one batch from every part recorded, the first part that has a path winning."""
+    out: dict[str, dict[str, Any]] = {}
+    for part in ("batches", "compiled_graphs"):
+        for b in data.get(part) or []:
+            if b["batch"] == batch:
+                for r in b["rows"]:
+                    out.setdefault(r["path"], {**r, "part": part})
+    return out
+
+
+def one_time_cost_lines(data: dict[str, Any]) -> str:
+    """What each path cost before its first fast token: compile, record, capture, graph-pool memory."""
+    lines = []
+    for batch in (1, 8):
+        rows = _all_rows(data, batch)
+        if not rows:
+            lines.append(f"batch {batch}: not recorded")
+            continue
+        parts = []
+        if "compiled_default" in rows:
+            parts.append(f"default mode compiled in {rows['compiled_default']['compile_s']:.1f} s")
+        if "reduce_overhead" in rows:
+            ro = rows["reduce_overhead"]
+            parts.append(f"reduce-overhead compiled in {ro['compile_s']:.1f} s, warmed up and recorded in "
+                         f"{ro['warmup_and_record_s'] * 1e3:.0f} ms")
+        if "compiled_graph_k1" in rows:
+            parts.append(f"default-mode kernels compiled and captured by hand in "
+                         f"{rows['compiled_graph_k1']['compile_and_capture_s']:.1f} s "
+                         f"(graph pool {rows['compiled_graph_k1']['reserved_bytes'] / 2**20:.0f} MiB)")
+        if "graph_k1" in rows:
+            parts.append(f"eager step captured by hand in {rows['graph_k1']['capture_s'] * 1e3:.1f} ms "
+                         f"(graph pool {rows['graph_k1']['reserved_bytes'] / 2**20:.0f} MiB)")
+        lines.append(f"batch {batch}: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def kernel_lines(data: dict[str, Any]) -> str:
+    """Kernels per decode step and their GPU time, eager against compiled (the benchmark's profiler)."""
+    lines = []
+    for b in data.get("batches") or []:
+        k = b.get("kernels") or {}
+        if "eager" in k and "compiled_default" in k:
+            lines.append(f"batch {b['batch']}: eager step {k['eager']['kernels_per_step']:.0f} kernels, "
+                         f"{k['eager']['kernel_us_per_step']:.0f} µs of GPU time; compiled step "
+                         f"{k['compiled_default']['kernels_per_step']:.0f} kernels, "
+                         f"{k['compiled_default']['kernel_us_per_step']:.0f} µs")
+    if not lines:
+        why = data.get("batches_error", "no 'batches' section")
+        lines.append(f"kernel counts not recorded: {why.splitlines()[0][:160]}")
+    return "\n".join(lines)
+
+
+def decode_step_profile() -> dict[str, float] | None:
+    """Lesson 05's decode step at batch 1 from data/gpu_reference.json: kernels, their GPU time, eager step time."""
+    from .reference import load_reference
+
+    try:
+        rows = load_reference()["decode"]["rows"]
+        b1 = next(r for r in rows if r["batch"] == 1)
+        return {"kernels": float(b1["kernels"]), "kernel_time_us": float(b1["kernel_time_us"]),
+                "eager_step_us": float(b1["eager_step_us"])}
+    except (ReferenceDataError, KeyError, StopIteration, TypeError, ValueError):
+        return None
+
+
+def static_skip_lines(data: dict[str, Any]) -> str:
+    """The benchmark's own reduce-overhead step, cache and state marked static: how many graphs it skipped."""
+    lines = []
+    for part in ("batches", "compiled_graphs"):
+        for b in data.get(part) or []:
+            for r in b["rows"]:
+                if r["path"] == "reduce_overhead":
+                    lines.append(f"the benchmark's reduce-overhead step, batch {b['batch']}, mark_static_address "
+                                 f"on cache and state: skips={r['cudagraph_skips']}")
+    return "\n".join(lines) or "not recorded"

@@ -29,6 +29,27 @@ def test_two_calls_in_one_step_are_refused_unless_each_step_is_marked() -> None:
     assert total.shape == (4,)
 
 
+def test_an_output_kept_across_the_next_call_is_not_safe_to_read() -> None:
+    """torch 2.11 on the H200 (the lesson's recorded run): no error, the kept output reads the next call's value."""
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + 1
+
+    x1, x2 = torch.full((4,), 1.0, device="cuda"), torch.full((4,), 10.0, device="cuda")
+    for _ in range(3):
+        double(x1)
+    first = double(x1)
+    double(x2)
+    try:
+        seen = first.tolist()
+    except RuntimeError as exc:  # the trees caught it
+        assert "overwritten by a subsequent run" in str(exc)
+    else:
+        assert seen == [21.0] * 4, "overwritten in place by the next call, as a hand-captured graph's output is"
+
+
 def test_a_cloned_output_survives_the_next_call() -> None:
     torch._dynamo.reset()
 
