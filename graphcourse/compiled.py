@@ -22,6 +22,9 @@ from typing import Any, Callable
 __all__ = [
     "DEMOS",
     "DemoError",
+    "OutputsValidUntilNextCall",
+    "StaleOutputError",
+    "StandInOutput",
     "compiled_loop_step",
     "eager_loop_step",
     "mark_static",
@@ -276,3 +279,60 @@ def run_demos(timeout_s: float = 300.0, parts: Any = None) -> dict[str, Any]:
         return parse_demo_output(result.stdout)
     except DemoError as exc:
         raise DemoError(f"{exc} Child errors: {result.errors[-3:]}") from None
+
+
+# --------------------------------------------------------------------------- a CPU stand-in for the output rule
+
+
+STALE_MESSAGE = ("Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run. "
+                 "To prevent overwriting, clone the tensor outside of torch.compile() or call "
+                 "torch.compiler.cudagraph_mark_step_begin() before each model invocation.")
+"""torch's words (torch/_inductor/cudagraph_trees.py), which the stand-in raises with."""
+
+
+class StaleOutputError(RuntimeError):
+    """An output of :class:`OutputsValidUntilNextCall` read after the next call overwrote it."""
+
+
+class StandInOutput:
+    """One output of the stand-in: its values, readable until the function is called again (unless cloned)."""
+
+    def __init__(self, values: list, owner: "OutputsValidUntilNextCall | None", generation: int) -> None:
+        self._values, self._owner, self._generation = list(values), owner, generation
+
+    def _check(self) -> list:
+        if self._owner is not None and self._owner.calls != self._generation:
+            raise StaleOutputError(STALE_MESSAGE)
+        return self._values
+
+    def tolist(self) -> list:
+        """The values, as a plain list (raises StaleOutputError once the next call has overwritten them)."""
+        return list(self._check())
+
+    def clone(self) -> "StandInOutput":
+        """A copy that no later call can overwrite (like tensor.clone())."""
+        return StandInOutput(self._check(), None, 0)
+
+    def __repr__(self) -> str:
+        return f"StandInOutput({self._values if self._owner is None else '...'})"
+
+
+class OutputsValidUntilNextCall:
+    """A CPU stand-in for ``torch.compile(mode="reduce-overhead")``'s output rule, for exercises without a GPU.
+
+    Wraps a function of plain lists; each call returns a :class:`StandInOutput` whose values
+    stay readable only until the next call (then reading raises torch's message), unless cloned.
+    It is stricter than torch 2.11, which on the course's H200 also let such a read return the
+    next call's values silently: a stand-in that always raises makes the mistake visible.
+    """
+
+    def __init__(self, fn: Callable[[list], list]) -> None:
+        self.fn = fn
+        self.calls = 0
+
+    def __call__(self, x: Any) -> StandInOutput:
+        """Call fn on x (a list, or an output of this stand-in) and return an output valid until the next call."""
+        values = x.tolist() if isinstance(x, StandInOutput) else list(x)
+        result = list(self.fn(values))
+        self.calls += 1
+        return StandInOutput(result, self, self.calls)

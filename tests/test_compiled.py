@@ -98,3 +98,16 @@ def test_each_compiled_step_gets_its_own_code_object() -> None:
     a, b = make(1), make(2)
     assert a.__code__ is not b.__code__ and a.__code__.co_name != b.__code__.co_name
     assert (a(1), b(1)) == (2, 3), "the functions still work"
+
+
+def test_the_stand_in_raises_torchs_words_for_a_stale_output_and_clones_survive() -> None:
+    from graphcourse.compiled import OutputsValidUntilNextCall, StaleOutputError
+
+    step = OutputsValidUntilNextCall(lambda v: [(t * 31 + 7) % 97 for t in v])
+    first = step([5])
+    kept = first.clone()
+    second = step(first)
+    with pytest.raises(StaleOutputError, match="overwritten by a subsequent run"):
+        first.tolist()
+    assert kept.tolist() == [(5 * 31 + 7) % 97] and second.tolist() == [((5 * 31 + 7) % 97 * 31 + 7) % 97]
+    assert step.calls == 2
