@@ -256,7 +256,10 @@ def one_time_cost_lines(data: dict[str, Any]) -> str:
         if "graph_k1" in rows:
             parts.append(f"eager step captured by hand in {rows['graph_k1']['capture_s'] * 1e3:.1f} ms "
                          f"(graph pool {rows['graph_k1']['reserved_bytes'] / 2**20:.0f} MiB)")
-        lines.append(f"batch {batch}: " + "; ".join(parts))
+        caches = ("compiler caches cold: the first compile in that process" if
+                  rows.get("reduce_overhead", {}).get("part") == "batches" else
+                  "compiler caches warm: another process had just compiled the same step")
+        lines.append(f"batch {batch}: " + "; ".join(parts) + f" ({caches})")
     return "\n".join(lines)
 
 
