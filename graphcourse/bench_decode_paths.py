@@ -10,6 +10,11 @@ the repeats, with its spread (max - min). It also records compile and capture ti
 memory, an IF-node loop that skips finished sequences, profiler traces of a few steps
 (drawn by lessons as the toy's timeline) and the failure demos of lesson 07 run in a child.
 Without CUDA it measures nothing and exits with status 2 and a one-line reason.
+
+Sections (``--sections``): paths (this process), compiled_graphs (a child process, so that a crash
+there cannot poison the rest), traces, demos (GRAPHCOURSE_DEMO_PARTS=1,5 re-records some parts only),
+if_node (last: a refused conditional capture could leave the CUDA context unusable). A section that
+fails is recorded as ``<section>_error`` and the others go on.
 """
 
 from __future__ import annotations

@@ -153,7 +153,11 @@ def plot_paths(data: dict[str, Any], paths: Sequence[str] | None = None, title: 
 
 
 def demos_live_or_recorded(data: dict[str, Any] | None, key: str = "demos") -> tuple[dict[str, Any] | None, str]:
-    """A child-process demo ('demos': lesson 07, 'conditional_demo': lesson 08): live on a CUDA GPU, else recorded."""
+    """A child-process demo ('demos': lesson 07, 'conditional_demo': lesson 08): live on a CUDA GPU, else recorded.
+
+    With GRAPHCOURSE_RECORDED_DEMOS=1 a GPU shows the recorded observations too, labelled as such: for
+    re-executing the lessons right after the benchmark recorded them, without paying for the demos twice.
+    """
     from .teaching import cuda_here
 
     if key not in ("demos", "conditional_demo"):
