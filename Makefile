@@ -47,3 +47,8 @@ bench: setup
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The toy's default prices come from the recorded benchmark: regenerate them after `make bench`.
+.PHONY: toy-prices
+toy-prices: setup
+	$(PY) -m graphcourse.toy_prices

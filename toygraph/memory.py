@@ -4,12 +4,61 @@ Every buffer lives at an address. Capture allocates a graph's buffers from that 
 private pool, and replay reads and writes exactly those addresses again: that is what
 "tensor addresses are baked in" means. New data reaches a graph only by being copied
 into its static input.
+
+A :class:`Buffer` behaves as a CUDA tensor does towards host code:
+
+* **A sync is host code that needs a Python value.** ``.item()``, ``.tolist()``, ``.cpu()``,
+  ``float(buf)``, ``int(buf)``, ``bool(buf)`` (so ``if buf:`` and ``if buf[0] > 0:``: the sync
+  is the ``bool``, not the ``[0]`` or the ``>``), printing it (``str``, ``repr``, f-strings),
+  ``v in buf`` and ``device.synchronize()`` each make the CPU wait for the GPU: one sync each,
+  counted in ``device.sync_count`` and drawn on the timeline, and a :class:`CaptureError`
+  during capture.
+* **Indexing and iterating give views, not values.** ``buf[i]`` is a one-element view (torch
+  gives a 0-d tensor, ``select``); ``for v in buf``, ``list(buf)`` and unpacking yield one view
+  per element (torch's ``__iter__`` is ``unbind(0)``). None of them reads device memory, so none
+  is a sync, and they are legal during capture. ``list(out)`` is therefore *not* a copy: its
+  elements alias the static output and read whatever the next replay writes there. Copy out
+  with ``.tolist()`` (to the host: a sync) or ``.clone()`` (on the device: no sync).
+* **Arithmetic and comparisons are kernels.** ``buf == 3``, ``buf > other``, ``buf + 1``,
+  ``-buf``, ``sum(buf)`` (``0 + buf[0] + buf[1] ...``) each launch a small element-wise kernel
+  (recorded during capture) and return a new buffer: no sync, as in torch. Only asking for its
+  truth (``bool``, ``if``) syncs.
+* **Kernels read buffers on the device**: what a kernel reads, inside :func:`launch` or a
+  replay, is never a sync. Inside a kernel a buffer it names reads like a list of values.
+* **A slice is a view**: ``buf[1:3]`` shares storage with ``buf`` (writes through either
+  are seen by both) and reads nothing, so it is free, as a tensor slice is.
+* ``len(buf)`` and ``buf.shape`` are shape, known on the host: free.
+
+Where the toy simplifies, said plainly:
+
+* Values are Python objects of 4 bytes each (a float32's size); there is one dimension, and
+  ``buf[i]`` is a one-element view of shape ``(1,)`` where torch gives a 0-d tensor of shape
+  ``()`` (so ``buf[i].tolist()`` is ``[v]`` here and ``v`` in torch).
+* Element-wise ops broadcast only a Python number or a one-element buffer; there are no
+  dtypes (``buf > 0`` holds Python bools).
+* The toy has no op whose output *shape* depends on the data. In torch those sync too, because
+  the host must learn the shape: ``x.nonzero()``, boolean-mask indexing ``x[mask]``,
+  ``masked_select``, ``unique``, ``repeat_interleave`` without ``output_size``.
+* Copies into a buffer (``copy_``, a replay's copy-in) cost nothing on the timeline; capacity
+  is checked against the bytes buffers hold, not the 512-byte blocks they occupy.
+* Graph memory: every buffer allocated during capture stays in the graph's pool for the
+  graph's life, so a pool holds the *sum* of a step's intermediates. PyTorch's allocator
+  accounts, allocates and frees during capture exactly as in an eager run, so an intermediate
+  freed during capture is reused by a later one (a pool holds about the *peak* of live
+  tensors); a private pool also holds whole segments (at least one 2 MiB segment for small
+  blocks, ``kSmallBuffer``), so a real graph's footprint is far above the toy's bytes; and
+  serving engines capture every bucket into *one shared pool*
+  (``pool=torch.cuda.graph_pool_handle()``), largest first. Lessons 03 and 04 measure it.
 """
 
 from __future__ import annotations
 
+import copy
+import operator
 import weakref
-from typing import TYPE_CHECKING, Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .errors import CaptureError, InvalidArgumentError, OutOfMemoryError, ShapeMismatchError
 from .timeline import Clock, CostModel, Timeline
@@ -20,6 +69,11 @@ if TYPE_CHECKING:
 WORD_BYTES = 4
 """Every value in a toy buffer takes 4 bytes, as a float32 would."""
 
+BLOCK_BYTES = 512
+"""Every buffer starts on a 512-byte boundary and occupies a whole number of 512-byte blocks,
+as in PyTorch's CUDA caching allocator (``kMinBlockSize = 512``: "all sizes are rounded to at
+least 512 bytes"). ``cudaMalloc`` itself only promises 256-byte alignment."""
+
 _SYNC_IN_CAPTURE = (
     "operation not permitted when stream is capturing: {what} makes the CPU wait for the GPU, "
     "but during capture the GPU runs nothing, it only records. The capture is invalidated. {advice}"
@@ -28,20 +82,72 @@ _SYNC_ADVICE = (
     "Keep the value on the device (e.g. pick the next token with an argmax kernel) and read it "
     "after replay(), outside the captured step."
 )
+_READ_ADVICE = (
+    "Host code cannot look at device values while capturing. Keep the value on the device: decide "
+    "with kernels (compute the condition as a mask, then select), and read values only after replay()."
+)
+
+_IN_KERNEL: ContextVar[bool] = ContextVar("toygraph_in_kernel", default=False)
+_FREEZING: ContextVar[bool] = ContextVar("toygraph_freezing", default=False)
+
+
+@contextmanager
+def _kernel_running() -> Iterator[None]:
+    """While a kernel runs, reading a buffer is the GPU reading its own memory: no sync."""
+    token = _IN_KERNEL.set(True)
+    try:
+        yield
+    finally:
+        _IN_KERNEL.reset(token)
+
+
+@contextmanager
+def _freezing() -> Iterator[None]:
+    """While capture freezes a kernel's Python values, device objects are kept, never copied."""
+    token = _FREEZING.set(True)
+    try:
+        yield
+    finally:
+        _FREEZING.reset(token)
+
+
+class _DeviceObject:
+    """Device-side objects (buffers, devices, pools, graphs) are kept by reference when capture freezes a kernel."""
+
+    def __deepcopy__(self, memo: dict) -> object:
+        if _FREEZING.get():
+            return self
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            setattr(new, key, copy.deepcopy(value, memo))
+        return new
 
 
 def _check_values(values: object, what: str = "data") -> list:
+    if isinstance(values, Buffer):  # a device-to-device copy: the GPU reads it, no sync
+        return values._read()
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InvalidArgumentError(f"{what} must be a list of values such as [1, 2, 3], got {values!r} ({type(values).__name__}).")
-    return list(values)
+    values = list(values)
+    if any(isinstance(v, Buffer) for v in values):
+        raise InvalidArgumentError(
+            f"{what} holds device buffers (views such as buf[i], or the elements of list(buf)), not values. "
+            f"Pass the buffer itself (a copy on the device, no sync), or host values from buf.tolist() "
+            f"(a sync)."
+        )
+    return values
 
 
-class MemoryPool:
+class MemoryPool(_DeviceObject):
     """A named pool of device memory; a graph's private pool only grows while the graph lives."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.used_bytes = 0
+        """Bytes the pool's buffers hold (values x 4 bytes)."""
+        self.allocated_bytes = 0
+        """Bytes of the 512-byte blocks they occupy, as ``torch.cuda.memory_allocated()`` counts them."""
         self.peak_bytes = 0
         self.buffers = 0
 
@@ -49,40 +155,299 @@ class MemoryPool:
         return f"MemoryPool({self.name!r}, used_bytes={self.used_bytes}, buffers={self.buffers})"
 
 
-class Buffer(list):
-    """A list that lives at an address of a toy device; printing it shows the values, as a list does."""
+class _Storage:
+    """The values of one allocation; a buffer and every view of it share one storage."""
 
-    address: int
-    device: "ToyDevice"
-    pool: MemoryPool
+    __slots__ = ("values", "__weakref__")
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes this buffer takes on the device."""
-        return self.capacity * WORD_BYTES
+    def __init__(self, values: list) -> None:
+        self.values = values
+
+
+class Buffer(_DeviceObject):
+    """Values at an address of a toy device: a tensor's rules for host code (reads sync, slices are views)."""
+
+    def __init__(self, storage: _Storage, offset: int, length: int, step: int, address: int,
+                 device: "ToyDevice", pool: MemoryPool, base: "Buffer | None" = None) -> None:
+        self._storage, self._offset, self._length, self._step = storage, offset, length, step
+        self.address, self.device, self.pool = address, device, pool
+        self.base = base
+        """The buffer this one is a view of (None when it owns its allocation), like ``tensor._base``."""
+
+    # device-side access: kernels, copies; never a sync ------------------------------------
+    def _indices(self) -> range:
+        return range(self._offset, self._offset + self._length * self._step, self._step)
+
+    def _read(self) -> list:
+        values = self._storage.values
+        if self._step == 1:
+            return values[self._offset:self._offset + self._length]
+        return [values[i] for i in self._indices()]
+
+    def _write(self, new: list) -> None:
+        if len(new) != self._length:
+            raise ShapeMismatchError(self._length, len(new))
+        values = self._storage.values
+        if self._step == 1:
+            values[self._offset:self._offset + self._length] = new
+        else:
+            for i, v in zip(self._indices(), new):
+                values[i] = v
+
+    # host-side reads: each one a sync (a Python value from device memory) ----------------------------------------------------
+    def _host_read(self, what: str, explicit: bool = False) -> list:
+        if not _IN_KERNEL.get():
+            implicit = not explicit and self.device.capturing is not None
+            self.device.synchronize(what=what, advice=_READ_ADVICE if implicit else None)
+        return self._read()
+
+    def _one(self, what: str) -> object:
+        if self._length != 1:
+            raise InvalidArgumentError(
+                f"{what} needs a buffer of one value, this one holds {self._length}: index it first "
+                f"(buf[i]) or read them all with .tolist()."
+            )
+        return self._host_read(what, explicit=what == ".item()")[0]
 
     def item(self) -> object:
         """The single value of a one-element buffer; a sync: the CPU waits for the GPU."""
-        self.device.synchronize(what=".item()")
-        if len(self) != 1:
-            raise InvalidArgumentError(f".item() needs a buffer of one value, this one holds {len(self)}: index it first.")
-        return self[0]
+        return self._one(".item()")
 
     def tolist(self) -> list:
-        """A plain-list copy of the values; a sync, like `.cpu()` or `print(tensor)` on a GPU."""
-        self.device.synchronize(what=".tolist()")
-        return list(self)
+        """A plain-list copy of the values on the host; a sync, as `.tolist()` on a GPU tensor."""
+        return self._host_read(".tolist()", explicit=True)
 
-    def copy_(self, values: Iterable) -> "Buffer":
-        """Copy new values into this buffer in place: same address, same size."""
-        new = _check_values(values, "the values to copy")
-        if len(new) != len(self):
-            raise ShapeMismatchError(len(self), len(new))
-        self[:] = new
+    def cpu(self) -> list:
+        """The values copied to the host; a sync, as `.cpu()` on a GPU tensor.
+
+        The toy has no host tensors, so this returns a plain list, as :meth:`tolist` does.
+        """
+        return self._host_read(".cpu()", explicit=True)
+
+    def __iter__(self) -> Iterator:
+        if _IN_KERNEL.get():  # a kernel naming a buffer reads its values on the device
+            return iter(self._read())
+        # one view per element, as torch's Tensor.__iter__ (unbind(0)): reads nothing, no sync
+        return (self._view(slice(i, i + 1)) for i in range(self._length))
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._host_read("`in` on a buffer")
+
+    __hash__ = object.__hash__  # by identity, as a tensor's hash is
+
+    def __bool__(self) -> bool:
+        if self._length != 1:
+            raise InvalidArgumentError(
+                f"the truth value of a buffer of {self._length} values is ambiguous (as for a tensor): "
+                f"decide on the device with a kernel, or read the values with .tolist() and use any() or all(). "
+                f"(`buf == [...]` compares on the device and gives a buffer; to compare on the host: "
+                f"buf.tolist() == [...], a sync.)"
+            )
+        return bool(self._host_read("bool(buf), an `if` on a device value")[0])
+
+    def __float__(self) -> float:
+        return float(self._one("float(buf)"))  # type: ignore[arg-type]
+
+    def __int__(self) -> int:
+        return int(self._one("int(buf)"))  # type: ignore[call-overload]
+
+    def __index__(self) -> int:
+        value = self._one("using a buffer as an index (operator.index)")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgumentError(f"only a buffer holding a whole number can be an index, got {value!r}.")
+        return value
+
+    def __str__(self) -> str:
+        return str(self._host_read("printing a buffer"))
+
+    __repr__ = __str__
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self)
+        return format(self._one(f"formatting a buffer (f'{{buf:{spec}}}')"), spec)
+
+    # element-wise arithmetic and comparisons: small kernels on the device, no sync ------------
+    def _elementwise(self, other: object, op: Callable, symbol: str, reflected: bool = False) -> "Buffer":
+        if _IN_KERNEL.get():
+            raise InvalidArgumentError(
+                f"`{symbol}` on a buffer inside a kernel: a kernel works on values. If the buffer came "
+                f"from buf[i] on the host, that is a view, not a number: read the number with .item() "
+                f"(a sync, outside capture) before launching, or pass the buffer as an input of launch() "
+                f"(read live at every replay), or index it inside the kernel (buf[i] there is a value)."
+            )
+        from .capture import launch
+        name = f"{'r' if reflected else ''}{symbol}"
+        if isinstance(other, Buffer):
+            n, m = self._length, other._length
+            if n != m and 1 not in (n, m):
+                raise ShapeMismatchError(n, m, what=f"operand of `{symbol}`")
+            size = max(n, m)
+
+            def pairwise(a: list, b: list) -> list:
+                a, b = (a * size if len(a) == 1 else a), (b * size if len(b) == 1 else b)
+                return [op(y, x) if reflected else op(x, y) for x, y in zip(a, b)]
+            return launch(pairwise, self, other, name=name)
+        if isinstance(other, (bool, int, float, complex)):
+            scalar = other  # a kernel argument: baked at capture
+
+            def with_scalar(a: list) -> list:
+                return [op(scalar, x) if reflected else op(x, scalar) for x in a]
+            return launch(with_scalar, self, name=name)
+        if isinstance(other, (list, tuple)) and not any(isinstance(v, Buffer) for v in other):
+            if len(other) not in (1, self._length):
+                raise ShapeMismatchError(self._length, len(other), what=f"operand of `{symbol}`")
+            constant = list(other) * (self._length if len(other) == 1 else 1)  # host values: baked
+
+            def with_constant(a: list) -> list:
+                return [op(y, x) if reflected else op(x, y) for x, y in zip(a, constant)]
+            return launch(with_constant, self, name=name)
+        return NotImplemented
+
+    def __eq__(self, other: object) -> "Buffer":  # type: ignore[override]
+        return self._elementwise(other, operator.eq, "==")
+
+    def __ne__(self, other: object) -> "Buffer":  # type: ignore[override]
+        return self._elementwise(other, operator.ne, "!=")
+
+    def __lt__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.lt, "<")
+
+    def __le__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.le, "<=")
+
+    def __gt__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.gt, ">")
+
+    def __ge__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.ge, ">=")
+
+    def __add__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.add, "+")
+
+    def __radd__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.add, "+", reflected=True)
+
+    def __sub__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.sub, "-")
+
+    def __rsub__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.sub, "-", reflected=True)
+
+    def __mul__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.mul, "*")
+
+    def __rmul__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.mul, "*", reflected=True)
+
+    def __truediv__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.truediv, "/")
+
+    def __rtruediv__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.truediv, "/", reflected=True)
+
+    def __floordiv__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.floordiv, "//")
+
+    def __mod__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.mod, "%")
+
+    def __neg__(self) -> "Buffer":
+        return self._elementwise(-1, operator.mul, "neg")
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def shape(self) -> tuple[int]:
+        """(number of values,): shape is known on the host, reading it is no sync."""
+        return (self._length,)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this buffer's values take on the device."""
+        return self._length * WORD_BYTES
+
+    @property
+    def is_view(self) -> bool:
+        """True when this buffer is a slice of another and shares its storage."""
+        return self.base is not None
+
+    # indexing: an int or a slice makes a view (no sync) --------------------------------------
+    def _position(self, index: int) -> int:
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"index out of range for a buffer of {self._length} values")
+        return index
+
+    def _view(self, key: slice) -> "Buffer":
+        start, stop, step = key.indices(self._length)
+        if key.step is not None and key.step <= 0:
+            raise InvalidArgumentError(f"a buffer slice needs a positive step, as a tensor slice does; got {key.step}.")
+        length = len(range(start, stop, step))
+        offset = self._offset + start * self._step
+        base = self.base if self.base is not None else self
+        return Buffer(self._storage, offset, length, self._step * step, base.address + offset * WORD_BYTES,
+                      self.device, self.pool, base)
+
+    def __getitem__(self, key: int | slice) -> "object | Buffer":
+        """A view: `buf[1:3]` of those values, `buf[i]` of one value (a 0-d tensor in torch). No sync.
+
+        Inside a kernel, `buf[i]` is the value itself: the GPU reading its own memory.
+        """
+        if isinstance(key, slice):
+            return self._view(key)
+        if isinstance(key, Buffer):
+            raise InvalidArgumentError(
+                "indexing a buffer with a buffer: the toy has no gather or mask indexing. In torch, "
+                "x[mask] with a bool mask syncs (the host must learn the result's size); x[idx] with an "
+                "integer tensor gathers on the device. Launch a kernel that does it instead."
+            )
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise InvalidArgumentError(f"a buffer is indexed by an int or a slice, got {key!r}.")
+        position = self._position(key)
+        if _IN_KERNEL.get():
+            return self._storage.values[self._offset + position * self._step]
+        return self._view(slice(position, position + 1))
+
+    def __setitem__(self, key: int | slice, value: object) -> None:
+        if isinstance(key, slice):
+            self._view(key).copy_(value)
+        elif isinstance(key, bool) or not isinstance(key, int):
+            raise InvalidArgumentError(f"a buffer is indexed by an int or a slice, got {key!r}.")
+        else:
+            position = self._position(key)
+            self._view(slice(position, position + 1)).copy_([value])
+
+    # copies: device-side, no sync ---------------------------------------------------------
+    def copy_(self, values: "Iterable | Buffer | object") -> "Buffer":
+        """Copy new values into this buffer in place (same address, same size); a single number fills it."""
+        if isinstance(values, Buffer) or (isinstance(values, Iterable) and not isinstance(values, (str, bytes))):
+            new = _check_values(values, "the values to copy")
+            if len(new) != self._length:
+                raise ShapeMismatchError(self._length, len(new))
+        else:
+            new = [values] * self._length
+        graph = self.device.capturing
+        if graph is None or graph._record_copy(self, values if isinstance(values, Buffer) else None, new):
+            self._write(new)
         return self
 
+    def clone(self) -> "Buffer":
+        """A new buffer with the same values, copied on the device: one kernel launch, no sync."""
+        from .capture import launch
+        return launch(_same, self, name="clone")
 
-class ToyDevice:
+    def __deepcopy__(self, memo: dict) -> "Buffer":
+        return self if _FREEZING.get() else self.clone()
+
+
+def _same(values: list) -> list:
+    return values
+
+
+class ToyDevice(_DeviceObject):
     """A toy GPU: addressed memory in pools, a capacity, a sync counter and a CPU/GPU clock."""
 
     def __init__(self, capacity_bytes: int = 64 * 2**20, cost: CostModel | None = None, name: str = "toy-gpu") -> None:
@@ -117,22 +482,24 @@ class ToyDevice:
                 f"{self.capacity_bytes} in use ({self.memory_report()}). A CUDA graph does not help here: "
                 f"its private pool adds memory. Free buffers, use a smaller batch, or capture fewer buckets."
             )
-        buf = Buffer(values)
-        buf.address, buf.device, buf.pool = self._next_address, self, pool
-        buf.capacity = max(len(values), 1)
-        self._next_address += (nbytes + 255) // 256 * 256  # 256-byte aligned, like cudaMalloc
+        block = -(-nbytes // BLOCK_BYTES) * BLOCK_BYTES  # rounded up to 512 bytes, like PyTorch's caching allocator
+        storage = _Storage(list(values))
+        buf = Buffer(storage, 0, len(values), 1, self._next_address, self, pool)
+        self._next_address += block
         pool.used_bytes += nbytes
+        pool.allocated_bytes += block
         pool.peak_bytes = max(pool.peak_bytes, pool.used_bytes)
         pool.buffers += 1
-        if pool is self.eager_pool:  # the caching allocator gets eager memory back when the buffer dies
-            weakref.finalize(buf, _release, pool, nbytes)
+        if pool is self.eager_pool:  # the caching allocator gets eager memory back when the last view dies
+            weakref.finalize(storage, _release, pool, nbytes, block)
         return buf
 
     def tensor(self, values: Iterable) -> Buffer:
-        """A new device buffer holding these values (an eager allocation, outside any graph pool)."""
-        if self.capturing is not None:
-            return self._alloc(_check_values(values), self.capturing.pool)
-        return self._alloc(_check_values(values), self.eager_pool)
+        """A new device buffer holding these values (from a buffer: a device-side copy, no sync)."""
+        if isinstance(values, Buffer):
+            return values.clone()
+        pool = self.capturing.pool if self.capturing is not None else self.eager_pool
+        return self._alloc(_check_values(values), pool)
 
     def empty(self, size: int, fill: object = 0) -> Buffer:
         """A new device buffer of `size` values, filled with `fill`."""
@@ -176,8 +543,9 @@ class ToyDevice:
         return f"ToyDevice({self.name!r}, used {self.memory_used_bytes} of {self.capacity_bytes} bytes, syncs={self.sync_count})"
 
 
-def _release(pool: MemoryPool, nbytes: int) -> None:
+def _release(pool: MemoryPool, nbytes: int, block: int) -> None:
     pool.used_bytes -= nbytes
+    pool.allocated_bytes -= block
     pool.buffers -= 1
 
 
