@@ -38,16 +38,15 @@ How a solutions notebook is laid out (the grader reads the same layout)
           ...
           ### END SOLUTION
 
-* **Check cells**: every code cell after the answer, up to the end of the exercise. Plain
-  ``assert`` statements whose messages teach (what was expected, what came back, which
-  mistake that is). Import what a check compares against inside the check cell itself,
-  so an answer cannot shadow it. The exercise passes when every check cell runs without
-  an error; it earns all its points or none.
-  A check that cannot run on every machine (ex04's CUDA check) starts with
-  ``graphcourse.grade.needs_cuda()``, which raises ``unittest.SkipTest("needs a CUDA GPU")``
-  where there is none: the grader records it as skipped, not passed. Tag such a cell
-  ``raises-exception`` (so that nbval and Jupyter's "run all" go on past it) and
-  ``nbval-ignore-output``.
+* **Check cells**: every code cell after the answer, up to the end of the exercise. A check cell
+  decides nothing: it calls the learner's code and records plain-data observations with
+  ``observe`` (``from graphcourse.grading.observe import observe, inputs``); the grader runs the
+  same cell with the model answer and compares the two outside every kernel (see
+  docs/grading.md and the check protocol). Its cell metadata ``graphcourse.check`` holds
+  ``points`` (default 1; an exercise's points are the sum of its checks', and the heading's
+  ``(N points)`` must equal it), ``hidden`` (true: solutions/ only, stripped from exercises/),
+  ``needs`` (``["cuda"]``: graded only where a CUDA GPU is), ``name`` and ``tolerance``.
+  Import what a check compares against inside the check cell itself.
 * Code cells between the heading and the answer are the exercise's own set-up (role
   ``context``), run before the answer. Cells after a heading that names no exercise are
   not graded and the grader does not run them.
@@ -237,6 +236,8 @@ def annotate(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.Note
     roles = layout.roles()
     for i, cell in enumerate(nb.cells):
         tags = [t for t in cell.metadata.get("tags", []) if not re.fullmatch(r"ex\d{2}_[a-z0-9_]+:\w+|setup", t)]
+        old = cell.metadata.get("graphcourse") if isinstance(cell.metadata.get("graphcourse"), dict) else {}
+        authored = {k: old[k] for k in ("check", "selfcheck") if k in old}  # the author's, and the self-check's hashes
         for key in ("graphcourse", "editable", "deletable"):
             cell.metadata.pop(key, None)
         if i in roles:
@@ -244,6 +245,8 @@ def annotate(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.Note
             cell.id = f"{ex}-answer" if role == "answer" else f"{ex}-{role}-{k}" if ex else f"setup-{k}"
             tags.append(f"{ex}:{role}" if ex else "setup")
             cell.metadata["graphcourse"] = {"role": role, **({"exercise": ex, "points": points[ex]} if ex else {})}
+            if role == "check":  # the author's check metadata (points, hidden, needs) and the self-check's hashes
+                cell.metadata["graphcourse"].update(authored)
         if tags:
             cell.metadata["tags"] = tags
         else:
@@ -267,8 +270,22 @@ def strip_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def validate_checks(nb: nbformat.NotebookNode, name: str) -> None:
+    """Refuse check metadata the grader would refuse (bad points, unknown keys, a heading's points not the sum)."""
+    from .grading.assignment import check_meta
+
+    layout = layout_of(nb, name)
+    for ex in layout.exercises:
+        total = sum(check_meta(nb.cells[i].metadata, _where(name, i))["points"] for i in ex.checks)
+        heading = nb.cells[ex.heading].source.lstrip().splitlines()[0]
+        if _POINTS.search(heading) and total != ex.points:
+            raise ExerciseSourceError(f"{_where(name, ex.heading)}: {ex.id}'s heading says {ex.points} point(s) but its "
+                                      f"checks carry {total}: make (N points) the sum of its checks' points")
+
+
 def exercise_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
-    """The learner copy of one solutions notebook: answers stubbed, outputs stripped, stable cell metadata."""
+    """The learner copy of one solutions notebook: answers stubbed, hidden checks and outputs stripped, stable metadata."""
+    validate_checks(solution, name)
     nb = strip_outputs(annotate(solution, name))
     layout = layout_of(nb, name)
     for ex in layout.exercises:
@@ -277,6 +294,8 @@ def exercise_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.No
     for i in layout.roles():  # Jupyter honours these: a learner cannot edit or delete a check by accident
         if nb.cells[i].metadata["graphcourse"]["role"] != "answer":
             nb.cells[i].metadata.update(editable=False, deletable=False)
+    hidden = {i for i, c in enumerate(nb.cells) if (c.metadata.get("graphcourse", {}).get("check") or {}).get("hidden") is True}
+    nb.cells = [c for i, c in enumerate(nb.cells) if i not in hidden]  # hidden checks live in solutions/ only
     nb.metadata = {
         "kernelspec": {"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"},
         "language_info": {"name": "python"},

@@ -1,242 +1,350 @@
-"""The grader: pristine checks, one status per exercise, never a hang, never a write to the learner's files.
+"""The grading engine: a class of honest and hostile learners graded confined, in one run, against a tiny notebook.
 
-One class of learners, each a way to break a notebook, is generated from solutions/ in a
-temporary folder and graded in a single call (kernel start-up is the cost, so the class
-is graded once and every test reads that report).
+The class (tests/grading_fixtures/make_fixtures.py) is graded once per session with `python -m graphcourse.grade`
+and every test reads that run. The hostile learners are the engine's own cases (the exercises' adversarial class
+is tests/test_adversarial.py); each may earn at most what its honest part earns. No assertion depends on timing.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from graphcourse import build_exercises as be
-from graphcourse.grade import _failure, answer_cells, defined_names, discover, fallback_answer, load_solutions, main, table
+sys.path.insert(0, str(Path(__file__).parent / "grading_fixtures"))
 
-SOLUTION = be.solution_paths(be.SOLUTIONS_DIR)[0]
-TIMEOUT_S = 10  # seconds a cell may run: ex04's CUDA check imports torch (~2.5 s alone, more beside an infinite loop on 2 cores)
+from make_fixtures import HOSTILE, NAME, learner_copy, solutions_notebook, stub_copy  # noqa: E402
 
+from graphcourse.grading import reports  # noqa: E402
+from graphcourse.grading.notebooks import InvalidNotebook, discover, find_answer, parse  # noqa: E402
+from graphcourse.grading.sandbox import GRADER_UID_BASE, detect  # noqa: E402
+from graphcourse.grading.scan import scan  # noqa: E402
+from graphcourse.grading.verdict import same  # noqa: E402
 
-def _learner_copy(answers: dict[str, str] | None = None) -> nbformat.NotebookNode:
-    """The exercises/ copy the builder makes, with some answers written in (the model answer where given as 'solution')."""
-    nb = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
-    sol = nbformat.read(SOLUTION, as_version=4)
-    layout = be.layout_of(sol, SOLUTION.name)
-    for ex in layout.exercises:
-        text = (answers or {}).get(ex.id, "solution")
-        nb.cells[ex.answer].source = sol.cells[ex.answer].source if text == "solution" else text
-    return nb
+GRADED_MAX = 4  # ex01: 2 checks graded on a CPU (1 point needs CUDA), ex02: 2
+FLOOR_S = "10"  # the least a learner cell gets; the model answers here run in milliseconds
+EVIL_NAMES = ["\x1b[31mred\x1b[0m", "=HYPERLINK(\"x\")", "-2+3", "@SUM(A1)", ".dotted"]
 
 
-def _ids() -> list[str]:
-    return [ex.id for ex in be.layout_of(nbformat.read(SOLUTION, as_version=4)).exercises]
+def _confined_or_skip():
+    conf = detect()
+    if conf.confined:
+        return
+    if os.geteuid() == 0:
+        pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons)
+                    + " (CI: apt-get install bubblewrap)")
+    pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
 
 
-def _passed_but(**statuses: str) -> dict[str, str]:
-    """Every exercise passed, except the ones named (the other exercises must not suffer from one learner's mistake)."""
-    return {ex: statuses.get(ex, "passed") for ex in _ids()}
-
-
-def _drop(nb, exercise_id: str, role: str) -> None:
-    nb.cells = [c for c in nb.cells if c.metadata.get("graphcourse", {}).get("exercise") != exercise_id
-                or c.metadata["graphcourse"]["role"] != role]
-
-
-def _replace_checks(nb, exercise_id: str, source: str) -> None:
-    for c in nb.cells:
-        if c.metadata.get("graphcourse", {}).get("exercise") == exercise_id and c.metadata["graphcourse"]["role"] == "check":
-            c.source = source
-
-
-WRONG = {
-    "ex01_bucket_picker": "def pick_bucket(batch_size, buckets):\n    return None\n\ndef pad_batch(batch, size, pad_value=0):\n    return batch",
-    "ex02_keep_outputs": "def replay_all(g, batches):\n    return [g.replay(b) for b in batches]",
-}
-
-
-def _class(root: Path) -> dict[str, Path]:
-    ex1, ex2 = _ids()[:2]
-    learners = {}
-
-    def save(name, nb):
-        folder = root / name
-        folder.mkdir()
-        path = folder / SOLUTION.name
-        nbformat.write(nb, path)
-        learners[name] = path
-
-    save("full", _learner_copy())
-    save("stub", nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4))
-    nb = _learner_copy({ex1: WRONG[ex1]})
-    _drop(nb, ex1, "check")
-    save("deleted_check", nb)
-    nb = _learner_copy({ex2: WRONG[ex2]})
-    _replace_checks(nb, ex2, "assert True")
-    save("assert_true", nb)
-    save("infinite_loop", _learner_copy({ex1: "while True:\n    pass"}))
-    save("kernel_dies", _learner_copy({ex1: "import os\nos._exit(1)"}))
-    nb = _learner_copy()
-    _drop(nb, ex2, "answer")
-    answer = answer_cells(nb, ex1)[0]
-    del answer.metadata["graphcourse"]  # matched by its tag alone
-    save("missing", nb)
-    (root / "corrupt").mkdir()
-    learners["corrupt"] = root / "corrupt" / SOLUTION.name
-    learners["corrupt"].write_text('{"cells": [ {"cell_type": "code", "sou')
-    return learners
-
-
-def _cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
-def _answer(exercise_id: str) -> str:
-    nb = nbformat.read(SOLUTION, as_version=4)
-    return next(nb.cells[ex.answer].source for ex in be.layout_of(nb, SOLUTION.name).exercises if ex.id == exercise_id)
-
-
-def _more_learners(root: Path, learners: dict[str, Path]) -> None:
-    """Learners for the reviewed problems: two candidate notebooks, an answer moved to a new cell, a stubbed capture_cuda."""
-    ex1, ex2 = _ids()[:2]
-    folder = root / "duplicate"
-    folder.mkdir()
-    blank, answered = folder / SOLUTION.name, folder / f"{Path(SOLUTION.name).stem} (1).ipynb"
-    nbformat.write(nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4), blank)
-    nbformat.write(_learner_copy(), answered)
-    os.utime(blank, (1_700_000_000, 1_700_000_000))  # the blank copy is older: the answered one is graded
-    os.utime(answered, (1_700_000_100, 1_700_000_100))
-    learners["duplicate"] = answered
-
-    nb = _learner_copy()
-    _drop(nb, ex2, "answer")
-    nb.cells.append(nbformat.v4.new_code_cell("print('scratch')"))
-    nb.cells.append(nbformat.v4.new_code_cell(_answer(ex2)))  # retyped in a new cell, with no metadata
-    nb.cells.append(nbformat.v4.new_code_cell("x = 1"))
-    (root / "new_cell").mkdir()
-    learners["new_cell"] = root / "new_cell" / SOLUTION.name
-    nbformat.write(nb, learners["new_cell"])
-
-    stubbed = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
-    stub = next(c.source for c in stubbed.cells if c.get("id") == "ex04_capture_helper-answer")
-    sol = _answer("ex04_capture_helper")
-    cut = "def capture_cuda("
-    (root / "cuda_stub").mkdir()
-    learners["cuda_stub"] = root / "cuda_stub" / SOLUTION.name
-    nbformat.write(_learner_copy({"ex04_capture_helper": sol[:sol.index(cut)] + stub[stub.index(cut):]}), learners["cuda_stub"])
+def _write(path: Path, nb) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
 
 
 def _digest(root: Path) -> dict[str, str]:
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
-def _grade(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graphcourse.grade", *args], capture_output=True, text=True, timeout=300)
+def _sandbox_processes(uids) -> list[str]:
+    """Processes still running with one of the run's kernel uids, or the detached child a learner started."""
+    out = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.split() and (int(line.split()[0]) in uids or "sleep 6071" in line)]
 
 
-@pytest.fixture(scope="module")
+def _left_scratch(report) -> list[str]:
+    """The run's scratch folder (sockets), if it is still there."""
+    scratch = (report or {}).get("run", {}).get("scratch")
+    return [scratch] if scratch and Path(scratch).exists() else []
+
+
+def _make_class(root: Path, solutions: Path) -> dict[str, object]:
+    cls = root / "class"
+    honest = {"honest": learner_copy(), "stub": stub_copy()}
+    for name, nb in honest.items():
+        _write(cls / name / NAME, nb)
+    for name, (answers, _) in HOSTILE.items():
+        text = {k: v.replace("SOLUTIONS", str(solutions / NAME)).replace("CLASS", str(cls)) for k, v in answers.items()}
+        _write(cls / name / NAME, learner_copy(text))
+    for i, name in enumerate(EVIL_NAMES):
+        _write(cls / name / NAME, learner_copy())
+    # moved and duplicated answers
+    _write(cls / "deeper" / "work" / NAME, learner_copy())
+    dup = learner_copy({"ex01_add": stub_copy().cells[3].source})
+    dup.cells.append(nbformat.v4.new_code_cell("def add(a, b):\n    return a - b"))
+    dup.cells.append(nbformat.v4.new_code_cell("print('scratch')"))
+    dup.cells.append(nbformat.v4.new_code_cell("def add(a, b):\n    return b + a"))
+    _write(cls / "duplicate" / NAME, dup)
+    _write(cls / ".ipynb_checkpoints" / "x" / NAME, learner_copy())
+    # bytes that are not a good notebook
+    good = nbformat.writes(learner_copy()).encode()
+    (cls / "bom").mkdir()
+    (cls / "bom" / NAME).write_bytes(b"\xef\xbb\xbf" + good)
+    (cls / "utf16").mkdir()
+    (cls / "utf16" / NAME).write_bytes(nbformat.writes(learner_copy()).encode("utf-16"))
+    (cls / "binary").mkdir()
+    (cls / "binary" / NAME).write_bytes(bytes(range(256)) * 40)
+    (cls / "nested").mkdir()
+    (cls / "nested" / NAME).write_text('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    bad_tags = json.loads(good)
+    bad_tags["cells"][3]["metadata"]["tags"] = 7
+    (cls / "int_tags").mkdir()
+    (cls / "int_tags" / NAME).write_text(json.dumps(bad_tags))
+    wrong = json.loads(good)
+    wrong["cells"][3]["source"] = 12
+    (cls / "int_source").mkdir()
+    (cls / "int_source" / NAME).write_text(json.dumps(wrong))
+    (cls / "no_cells").mkdir()
+    (cls / "no_cells" / NAME).write_text('{"cells": 3}')
+    (cls / "symlinked").mkdir()
+    (cls / "symlinked" / NAME).symlink_to(solutions / NAME)
+    return {"class": cls}
+
+
+@pytest.fixture(scope="session")
 def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("class")
-    learners = _class(root)
-    _more_learners(root, learners)
-    before = _digest(root)
-    out = tmp_path_factory.mktemp("out")
-    proc = _grade(str(root), "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv"),
-                  "--timeout-per-cell", str(TIMEOUT_S), "--jobs", "2")
-    return {"proc": proc, "report": json.loads((out / "grades.json").read_text()) if proc.returncode == 0 else None,
-            "csv": out / "grades.csv", "before": before, "after": _digest(root), "learners": learners}
+    """The whole class graded in one run (two at a time, as on a 2-core CI machine)."""
+    _confined_or_skip()
+    root = tmp_path_factory.mktemp("grading")
+    solutions = root / "solutions"
+    _write(solutions / NAME, solutions_notebook())
+    made = _make_class(root, solutions)
+    cls = made["class"]
+    os.chmod(root, 0o755)
+    before = _digest(cls)
+    out = root / "out"
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(cls), "--solutions", str(solutions),
+                           "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv"),
+                           "--feedback", str(out / "feedback"), "--gradescope", str(out / "gradescope"),
+                           "--junit", str(out / "grades.xml"), "--timeout-per-cell", FLOOR_S, "--jobs", "2", "--quiet"],
+                          capture_output=True, text=True, timeout=1500)
+    time.sleep(0.5)
+    report = json.loads((out / "grades.json").read_text()) if (out / "grades.json").exists() else None
+    uids = set((report or {}).get("run", {}).get("uids", []))
+    return {"proc": proc, "report": report, "out": out, "class": cls, "before": before, "after": _digest(cls),
+            "left": _sandbox_processes(uids), "uids": uids, "dirs": _left_scratch(report), "wall_s": time.monotonic() - start,
+            "solutions": solutions}
 
 
-def _status(graded, learner):
-    assert graded["proc"].returncode == 0, graded["proc"].stderr
-    return {ex: m["status"] for ex, m in graded["report"][learner].items()}
+def _learner(graded, name):
+    assert graded["proc"].returncode == 0, graded["proc"].stderr[-3000:]
+    return graded["report"]["learners"][name]
 
 
-def test_a_class_is_graded_in_one_call(graded):
-    assert graded["proc"].returncode == 0, graded["proc"].stderr
-    assert set(graded["report"]) == set(graded["learners"])
-    assert "full" in graded["proc"].stdout and "total" in graded["proc"].stdout  # the readable table
-    for marks in graded["report"].values():
-        assert set(marks) == set(_ids())
-        for m in marks.values():
-            assert m["status"] in ("passed", "failed", "error", "timeout", "missing") and m["message"]
-            assert m["points"] == (m["max"] if m["status"] == "passed" else 0)
+def _points(graded, name) -> int:
+    return _learner(graded, name)["total"]
 
 
-def test_solutions_get_full_marks(graded):
-    assert set(_status(graded, "full").values()) == {"passed"}
+def test_the_class_is_graded_confined_in_one_run(graded):
+    report = graded["report"]
+    assert graded["proc"].returncode == 0, graded["proc"].stderr[-3000:]
+    assert report["run"]["status"] == "complete" and report["run"]["confined"] is True
+    assert "honest" in graded["proc"].stdout and "total" in graded["proc"].stdout
+    for name, rec in report["learners"].items():
+        for ex, m in rec["exercises"].items():
+            assert m["status"] in ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded")
+            assert m["message"] and m["points"] == sum(c["points"] for c in m["checks"].values()) or m["status"] == "review"
+            assert m["points"] <= m["max"]
 
 
-def test_generated_exercises_get_zero(graded):
-    for ex, m in graded["report"]["stub"].items():
-        assert m["points"] == 0 and m["status"] in ("failed", "error"), (ex, m)
+def test_the_honest_learners_get_every_point_graded_here(graded):
+    for name in ["honest", "deeper", "bom", *EVIL_NAMES]:
+        rec = _learner(graded, name)
+        assert rec["total"] == GRADED_MAX and rec["open"] == 1, (name, rec)
+        assert {m["status"] for m in rec["exercises"].values()} == {"passed"}, (name, rec)
 
 
-def test_deleting_a_check_earns_nothing(graded):
-    ex1, ex2 = _ids()[:2]
-    assert _status(graded, "deleted_check") == _passed_but(**{ex1: "failed"})
-    assert "17" in graded["report"]["deleted_check"][ex1]["message"]  # the pristine check's teaching message
+def test_a_check_that_needs_cuda_earns_nothing_here_and_says_so(graded):
+    m = _learner(graded, "honest")["exercises"]["ex01_add"]
+    assert m["checks"]["ex01_add/on-gpu"]["status"] == "not-graded"
+    assert "needs a CUDA GPU" in m["message"] and m["open"] == 1
+    assert "passed*" in graded["proc"].stdout
 
 
-def test_replacing_a_check_by_assert_true_earns_nothing(graded):
-    ex1, ex2 = _ids()[:2]
-    assert _status(graded, "assert_true") == _passed_but(**{ex2: "failed"})
-    assert "static output" in graded["report"]["assert_true"][ex2]["message"]
+def test_the_stub_earns_nothing_and_reads_not_answered_yet(graded):
+    rec = _learner(graded, "stub")
+    assert rec["total"] == 0
+    for m in rec["exercises"].values():
+        assert m["message"].startswith("not answered yet"), m
 
 
-def test_an_infinite_loop_times_out_that_exercise_only(graded):
-    ex1, ex2 = _ids()[:2]
-    assert _status(graded, "infinite_loop") == _passed_but(**{ex1: "timeout"})
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_no_hostile_learner_earns_more_than_its_honest_part(graded, name):
+    rec = _learner(graded, name)
+    assert rec["total"] <= HOSTILE[name][1], (name, rec)
 
 
-def test_a_dying_kernel_is_an_error_for_that_exercise_only(graded):
-    ex1, ex2 = _ids()[:2]
-    assert _status(graded, "kernel_dies") == _passed_but(**{ex1: "error"})
-    assert "kernel died" in graded["report"]["kernel_dies"][ex1]["message"]
+def test_a_lookup_table_fails_the_hidden_inputs(graded):
+    m = _learner(graded, "lookup_table")["exercises"]["ex01_add"]
+    assert m["checks"]["ex01_add/fixed"]["status"] == "passed"
+    assert m["checks"]["ex01_add/hidden"]["status"] == "failed" and m["status"] == "partial"
 
 
-def test_a_missing_answer_is_missing_and_a_tag_alone_still_matches(graded):
-    ex1, ex2 = _ids()[:2]
-    assert _status(graded, "missing") == _passed_but(**{ex2: "missing"})
+def test_tampering_answers_are_flagged_for_review_with_the_line(graded):
+    for name in ("assertion_rebound", "input_transformer", "obfuscated_transformer", "patches_observe", "reads_solutions",
+                 "kills_kernel", "armed_timer", "detached_child", "stops_itself"):
+        rec = _learner(graded, name)
+        flagged = [m for m in rec["exercises"].values() if m["status"] == "review"]
+        assert flagged and all(m["points"] == 0 and "line" in " ".join(m["review"]) for m in flagged), (name, rec)
 
 
-def test_a_corrupt_notebook_is_an_error_with_a_reason(graded):
-    for m in graded["report"]["corrupt"].values():
-        assert m["status"] == "error" and "could not read" in m["message"]
+def test_one_learners_death_or_hang_costs_only_that_exercise(graded):
+    for name, other in (("kills_kernel", "ex02_smallest"), ("armed_timer", "ex02_smallest"), ("stops_itself", "ex01_add")):
+        m = _learner(graded, name)["exercises"][other]
+        assert m["status"] == "passed", (name, m)
+    stopped = _learner(graded, "stops_itself")["exercises"]["ex02_smallest"]
+    assert "graded twice" in stopped["message"]
 
 
-def test_the_learners_files_are_never_written(graded):
+def test_objects_that_equal_anything_are_not_plain_data(graded):
+    m = _learner(graded, "equal_to_anything")["exercises"]["ex01_add"]
+    assert m.get("would_earn", m["points"]) == 0
+    assert "not plain data" in json.dumps(m)
+
+
+def test_no_learner_file_changes_and_nothing_appears_in_the_class_folder(graded):
     assert graded["after"] == graded["before"]
 
 
-def test_the_csv_is_a_gradebook(graded):
-    rows = list(csv.DictReader(graded["csv"].open()))
-    assert {r["learner"] for r in rows} == set(graded["learners"])
-    full = next(r for r in rows if r["learner"] == "full")
-    assert full["total"] == full["max"] != "0"
+def test_no_process_outlives_the_grader_and_no_temporary_folder_is_left(graded):
+    assert graded["uids"] and all(GRADER_UID_BASE < u < GRADER_UID_BASE + 1000 for u in graded["uids"])
+    assert graded["left"] == [], graded["left"]
+    assert graded["report"]["run"]["scratch"] and graded["dirs"] == []
 
 
-def test_one_corrupt_file_on_its_own(tmp_path):
-    bad = tmp_path / "alice.ipynb"
-    bad.write_text("not a notebook")
-    report = tmp_path / "r.json"
-    assert main([str(bad), "--report", str(report), "--quiet"]) == 0
-    marks = json.loads(report.read_text())["alice"]
-    assert {m["status"] for m in marks.values()} == {"error"}
+def test_invalid_notebooks_are_reported_per_learner_with_a_reason(graded):
+    reasons = {"utf16": "UTF-16", "binary": "binary", "nested": "too deeply", "int_source": "not text",
+               "no_cells": "no list of cells"}
+    for name, words in reasons.items():
+        rec = _learner(graded, name)
+        assert rec["total"] == 0 and words in json.dumps(rec), (name, rec)
+        assert {m["status"] for m in rec["exercises"].values()} == {"error"}, (name, rec)
+    rec = _learner(graded, "int_tags")  # tags that are not a list: ignored, the answer still found by its metadata
+    assert rec["total"] == GRADED_MAX and "tags" in " ".join(rec["notes"])
+
+
+def test_moved_duplicated_and_dotted_answers(graded):
+    dup = _learner(graded, "duplicate")["exercises"]["ex01_add"]
+    assert dup["status"] == "passed" and "graded the last one" in dup["message"], dup
+    assert _learner(graded, ".dotted")["total"] == GRADED_MAX
+    skipped = {Path(s["path"]).name: s["reason"] for s in graded["report"]["skipped"]}
+    assert ".ipynb_checkpoints" in skipped
+    assert "symbolic link" in skipped.get(NAME, "") or "symbolic link" in json.dumps(graded["report"]["skipped"])
+
+
+def test_the_reports_escape_every_name(graded):
+    out = graded["out"]
+    stdout = graded["proc"].stdout
+    assert "\x1b" not in stdout and "\\x1b[31mred" in stdout
+    rows = list(csv.reader(io.StringIO((out / "grades.csv").read_text())))
+    names = [r[0] for r in rows[1:]]
+    assert all(not n.startswith(("=", "+", "-", "@")) for n in names)
+    assert "'=HYPERLINK(\"x\")" in names and "'-2+3" in names
+    ET.parse(out / "grades.xml")  # valid XML, escape sequences included
+    pages = {p.name: p.read_text() for p in (out / "feedback").iterdir()}
+    assert len(pages) == len(graded["report"]["learners"])
+    assert all("<script" not in t and "\x1b" not in t for t in pages.values())
+    honest = pages["honest.html"]
+    assert "ex01_add" in honest and "4/5" in honest
+    gs = json.loads((out / "gradescope" / "honest.json").read_text())
+    assert gs["score"] == GRADED_MAX and {t["name"] for t in gs["tests"]} >= {"ex01_add/fixed", "ex02_smallest/values"}
+    assert all(set(t) >= {"name", "score", "max_score", "output", "visibility"} for t in gs["tests"])
+
+
+def test_hidden_checks_and_expected_values_never_reach_the_learner_copy():
+    from graphcourse.build_exercises import exercise_notebook
+
+    nb = exercise_notebook(solutions_notebook(), NAME)
+    text = nbformat.writes(nb)
+    assert "inputs.randint(-10**6" not in text  # the hidden check's cell
+    assert "return a + b" not in text
+
+
+def test_a_report_path_that_is_a_link_is_replaced_not_followed(tmp_path):
+    victim = tmp_path / "classmate.ipynb"
+    victim.write_text("classmate's work")
+    link = tmp_path / "grades.json"
+    link.symlink_to(victim)
+    reports.write_atomic(link, "{}")
+    assert victim.read_text() == "classmate's work" and not link.is_symlink() and link.read_text() == "{}"
+    folder = tmp_path / "became_a_folder.json"
+    folder.mkdir()
+    (folder / "x").write_text("x")
+    written = reports.write_atomic(folder, "{}")
+    assert written != folder and written.read_text() == "{}"
+    with pytest.raises(reports.ReportPathError):
+        reports.check_target(folder)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_parse_reads_a_bom_and_refuses_what_is_not_a_notebook():
+    good = nbformat.writes(learner_copy()).encode()
+    cells, _, notes = parse(b"\xef\xbb\xbf" + good)
+    assert cells and "byte-order mark" in notes[0]
+    for data, words in [(good.decode().encode("utf-16"), "UTF-16"), (b"\x00\x01\x02", "binary"),
+                        (b"\x89PNG\r\n\x1a\n\x00\x00", "binary"), (b"[" * 50_000, "too deeply"),
+                        (b'{"cells": {}}', "no list of cells"), (b'{"cells": [5]}', "not a cell"), (b"[]", "JSON list")]:
+        with pytest.raises(InvalidNotebook, match=words):
+            parse(data)
+
+
+def test_find_answer_takes_the_last_written_cell_and_never_the_stub():
+    stub = stub_copy()
+    cells, _, _ = parse(nbformat.writes(stub).encode())
+    stub_src = next(c.source for c in cells if c.graphcourse.get("role") == "answer" and c.graphcourse["exercise"] == "ex01_add")
+    a = find_answer(cells, "ex01_add", {"add"}, stub_src, set(), set())
+    assert a.stub and a.source == stub_src
+    stub.cells.append(nbformat.v4.new_code_cell("def add(a, b):\n    return a + b"))
+    cells, _, _ = parse(nbformat.writes(stub).encode())
+    a = find_answer(cells, "ex01_add", {"add"}, stub_src, set(), set())
+    assert not a.stub and "return a + b" in a.source and "graded cell" in a.notes[0]
+
+
+def test_the_static_scan_names_the_line():
+    assert scan("def add(a, b):\n    return a + b") == []
+    flags = scan("x = 1\nimport sys\nsys.modules['toygraph'].launch = None")
+    assert any(f.startswith("line 2") for f in flags) and any("line 3" in f for f in flags)
+    assert scan("def f():\n    return eval('1')")
+    assert scan("class A:\n    def __eq__(self, o):\n        return True")
+    assert scan("ToyGraph.replay = lambda self, x: x")
+    assert not scan("class L:\n    def __init__(self):\n        self.ready = False")
+
+
+def test_plain_data_comparison_has_no_loopholes():
+    assert same([1, 2.0, "a", None, True], [1, 2.0, "a", None, True], 0)
+    assert not same(True, 1, 0) and not same(1, True, 0)
+    assert not same({"unplain": "X"}, 3, 0)
+    assert same(1.0, 1.0 + 1e-12, 1e-9) and not same(1.0, 1.1, 1e-9)
+    assert not same(float("nan"), float("nan"), 1e-9)
+
+
+def test_discover_finds_deeper_folders_and_lists_what_it_skips(tmp_path):
+    _write(tmp_path / "ann" / NAME, stub_copy())
+    _write(tmp_path / "bob" / "work" / NAME, stub_copy())
+    _write(tmp_path / ".cy" / NAME, stub_copy())
+    _write(tmp_path / ".ipynb_checkpoints" / NAME, stub_copy())
+    (tmp_path / "empty").mkdir()
+    learners, skipped = discover([tmp_path], {NAME}, lambda p: NAME)
+    assert sorted(l.name for l in learners) == [".cy", "ann", "bob"]
+    assert {Path(p).name for p, _ in skipped} == {".ipynb_checkpoints", "empty"}
 
 
 def test_the_grader_says_why_it_cannot_run(tmp_path, capsys):
+    from graphcourse.grade import main
+
     with pytest.raises(SystemExit) as bad_args:
         main([str(tmp_path / "nobody"), "--report", str(tmp_path / "r.json")])
     assert bad_args.value.code == 2 and "does not exist" in capsys.readouterr().err
@@ -244,87 +352,99 @@ def test_the_grader_says_why_it_cannot_run(tmp_path, capsys):
     (tmp_path / "class").mkdir()
     assert main([str(tmp_path / "class"), "--report", str(tmp_path / "r.json"), "--solutions", str(tmp_path / "empty")]) == 1
     assert "no solutions notebooks" in capsys.readouterr().err
+    (tmp_path / "r.json").mkdir()
     assert main([str(tmp_path / "class"), "--report", str(tmp_path / "r.json")]) == 1
-    assert "no learner notebooks" in capsys.readouterr().err
-    assert not (tmp_path / "r.json").exists()
+    assert "is a folder" in capsys.readouterr().err
 
 
-def test_two_candidate_notebooks_grade_the_newest_and_say_so(graded):
-    assert set(_status(graded, "duplicate").values()) == {"passed"}
-    blank, answered = SOLUTION.name, f"{Path(SOLUTION.name).stem} (1).ipynb"
-    for m in graded["report"]["duplicate"].values():
-        assert "warning: 2 notebooks copy" in m["message"] and blank in m["message"] and answered in m["message"], m
-    out = graded["proc"].stdout
-    line = next(x for x in out.splitlines() if x.startswith("warning: duplicate:"))
-    assert blank in line and answered in line and "most recently modified" in line
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_signalled_grader_leaves_a_valid_report_and_nothing_running(tmp_path, sig):
+    """Stopped (SIGTERM) or killed (SIGKILL) mid-run: the report is valid JSON with the learners so far; nothing is left."""
+    _confined_or_skip()
+    solutions = tmp_path / "solutions"
+    _write(solutions / NAME, solutions_notebook())
+    slow = "def add(a, b):\n    n = 0\n    while n >= 0:\n        n += 1\n    return a + b"
+    for i in range(4):
+        _write(tmp_path / "class" / f"l{i}" / NAME, learner_copy({"ex01_add": slow} if i else None))
+    report = tmp_path / "grades.json"
+    proc = subprocess.Popen([sys.executable, "-m", "graphcourse.grade", str(tmp_path / "class"), "--solutions",
+                             str(solutions), "--report", str(report), "--jobs", "1", "--quiet", "--timeout-per-cell", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:  # wait until the first learner is in the report, then stop the grader
+        try:
+            if json.loads(report.read_text())["learners"]["l0"]["status"] == "graded":
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    time.sleep(2)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == (128 + sig if sig != signal.SIGKILL else -sig), err
+    data = json.loads(report.read_text())
+    assert data["run"]["status"].startswith("stopped" if sig != signal.SIGKILL else "running")
+    assert data["learners"]["l0"]["total"] == GRADED_MAX
+    assert any(rec["status"] == "not graded yet" for rec in data["learners"].values())
+    for _ in range(60):  # the sandboxes die with the grader; its watchdog then clears the scratch folder
+        if not _sandbox_processes(set(data["run"]["uids"])) and not _left_scratch(data):
+            break
+        time.sleep(0.5)
+    assert data["run"]["uids"] and _sandbox_processes(set(data["run"]["uids"])) == []
+    assert _left_scratch(data) == []
 
 
-def test_an_answer_retyped_in_a_new_cell_is_found_and_noted(graded):
-    ex1, ex2 = _ids()[:2]
-    assert _status(graded, "new_cell") == _passed_but()
-    message = graded["report"]["new_cell"][ex2]["message"]
-    assert "not found: graded cell" in message and "replay_all" in message
-    assert "not found" not in graded["report"]["new_cell"][ex1]["message"]
+def _fake_runs():
+    from graphcourse.grading.assignment import load_assignment
+    from graphcourse.grading.runner import CellRun, CheckRun, ExerciseRun
+
+    return load_assignment, CellRun, CheckRun, ExerciseRun
 
 
-def test_a_check_that_cannot_run_here_is_recorded_as_skipped(graded):
-    """On a CPU the CUDA check of ex04 is skipped, and says so; on a GPU the stubbed capture_cuda fails."""
-    full, stub = graded["report"]["full"]["ex04_capture_helper"], graded["report"]["cuda_stub"]["ex04_capture_helper"]
-    out = graded["proc"].stdout
-    if _cuda():
-        assert "skipped" not in full["message"] and full["status"] == "passed"
-        assert stub["status"] == "error" and stub["points"] == 0 and stub["message"].startswith("not answered yet"), stub
-    else:
-        for m in (full, stub):
-            assert m["status"] == "passed" and "1 check(s) skipped: needs a CUDA GPU" in m["message"], m
-        assert "3/3 passed*" in out and "\n* " in out  # the mark and its footnote
-        assert sum(x.startswith("warning:") and "skipped" in x for x in out.splitlines()) == 1
-    assert "skipped" not in graded["report"]["full"]["ex01_bucket_picker"]["message"]
+def test_review_earns_nothing_until_an_instructor_clears_it(tmp_path):
+    from graphcourse.grading.verdict import exercise_mark
+
+    load_assignment, CellRun, CheckRun, ExerciseRun = _fake_runs()
+    path = _write(tmp_path / NAME, solutions_notebook())
+    ex = load_assignment(path).exercises[1]  # ex02_smallest: two checks, 1 point each
+    model = ExerciseRun(ex.id, CellRun("ok"), {c.id: CheckRun(c.id, "ran", obs={"k": {"value": 1}}) for c in ex.checks})
+    learner = ExerciseRun(ex.id, CellRun("ok"), {c.id: CheckRun(c.id, "ran", obs={"k": {"value": 1}}) for c in ex.checks})
+    flags = ["line 1: imports sys"]
+    held = exercise_mark(ex, model, learner, available=set(), review=flags, allowed=False, answer_notes=[])
+    assert held["status"] == "review" and held["points"] == 0 and held["would_earn"] == 2 and "line 1" in held["message"]
+    cleared = exercise_mark(ex, model, learner, available=set(), review=flags, allowed=True, answer_notes=[])
+    assert cleared["status"] == "passed" and cleared["points"] == 2 and "cleared by an instructor" in cleared["message"]
+    learner.checks[ex.checks[0].id] = CheckRun(ex.checks[0].id, "ran", obs={"k": {"value": True}})  # True is not 1
+    partial = exercise_mark(ex, model, learner, available=set(), review=[], allowed=False, answer_notes=[])
+    assert partial["status"] == "partial" and partial["points"] == 1
 
 
-def test_unanswered_always_reads_not_answered_yet():
-    for role in ("answer", "check"):
-        status, message = _failure("raised", "NotImplementedError", "write it", role, 1, 10)
-        assert status == "error" and message.startswith("not answered yet"), message
+def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(tmp_path):
+    _confined_or_skip()
+    solutions = tmp_path / "solutions"
+    _write(solutions / NAME, solutions_notebook())
+    bad = tmp_path / "alice.ipynb"
+    bad.write_text('{"cells": [{"cell_type": "code", "source": 5, "metadata": {"tags": 3}}]}')
+    report = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(bad), "--solutions", str(solutions),
+                           "--report", str(report), "--jobs", "1", "--quiet"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rec = json.loads(report.read_text())["learners"]["alice"]
+    assert rec["total"] == 0 and {m["status"] for m in rec["exercises"].values()} == {"error"}
+    assert "cell 1: its source is int, not text" in json.dumps(rec)
 
 
-def test_table_marks_skipped_checks_with_a_footnote():
-    report = {"ann": {"ex01_a": {"points": 3, "max": 3, "status": "passed",
-                                 "message": "all 2 checks that ran passed; 1 check(s) skipped: needs a CUDA GPU"},
-                      "ex02_b": {"points": 0, "max": 1, "status": "failed", "message": "nope"}}}
-    text = table(report)
-    assert "3/3 passed*" in text and "0/1 failed*" not in text and text.splitlines()[-1].startswith("* ")
-    report["ann"]["ex01_a"]["message"] = "all 2 checks passed"
-    assert "*" not in table(report)
-
-
-def test_defined_names_and_the_fallback_answer_cell():
-    assert defined_names("import os\ndef f():\n    g = 1\nclass C: pass\nx, (y, z) = 1, (2, 3)\nn: int = 1\n%time f()") == {
-        "f", "C", "x", "y", "z", "n"}
-    assert defined_names("def broken(:") == set()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def f(): pass"), nbformat.v4.new_code_cell("def f(): return 1\ng = 2")])
-    check = nb.cells[0]
-    check.metadata["graphcourse"] = {"role": "check", "exercise": "ex01_a"}
-    assert fallback_answer(nb, {"f", "g"}, given=set()) == 1
-    assert fallback_answer(nb, {"f"}, given={"def f(): return 1\ng = 2"}) is None  # a given cell, and a graded one
-
-
-def test_a_folder_of_copies_of_one_notebook_is_one_learner(tmp_path):
-    solutions = load_solutions(be.SOLUTIONS_DIR)
-    folder = tmp_path / "bob"
-    folder.mkdir()
-    stub = be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name]
-    for name in (SOLUTION.name, f"{Path(SOLUTION.name).stem} (1).ipynb"):
-        (folder / name).write_text(stub)
-    assert [(n, len(f)) for n, f in discover([folder], solutions)] == [("bob", 2)]
-    for f in list(folder.iterdir()):
-        f.rename(folder / f"{'ann' if '(1)' in f.name else 'cy'}.ipynb")  # a flat class folder: one learner each
-    assert sorted(n for n, _ in discover([folder], solutions)) == ["ann", "cy"]
-
-
-def test_quiet_hides_only_the_progress_bar(tmp_path, capsys):
-    bad = tmp_path / "dan.ipynb"
-    bad.write_text("not a notebook")
-    assert main([str(bad), "--report", str(tmp_path / "r.json"), "--quiet"]) == 0
-    captured = capsys.readouterr()
-    assert "dan" in captured.out and "total" in captured.out and "grading" not in captured.err
+def test_without_confinement_the_grader_says_so_loudly(tmp_path):
+    solutions = tmp_path / "solutions"
+    _write(solutions / NAME, solutions_notebook())
+    _write(tmp_path / "class" / "ann" / NAME, learner_copy())
+    report = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(tmp_path / "class"), "--solutions",
+                           str(solutions), "--report", str(report), "--quiet"], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, GRAPHCOURSE_GRADE_UNCONFINED="1"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(report.read_text())
+    assert data["run"]["confined"] is False and data["run"]["confinement"].startswith("NOT CONFINED")
+    assert "WARNING" in proc.stderr and "NOT confined" in proc.stdout
+    assert any("NOT confined" in w for w in data["warnings"])
+    assert data["learners"]["ann"]["total"] == GRADED_MAX  # it still grades

@@ -1,0 +1,154 @@
+"""The graded structure of a solutions notebook: exercises, their model answers, stubs and checks (trusted input)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from ..build_exercises import ExerciseSourceError, layout_of, solution_paths, stub_source
+from ..errors import GraphCourseError
+from .notebooks import defined_names
+
+NEEDS = {"cuda": "needs a CUDA GPU"}
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,40}")
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str  # EXERCISE/NAME
+    name: str
+    source: str
+    points: int
+    hidden: bool
+    needs: tuple[str, ...]
+    tolerance: float
+    number: int  # 1-based among the exercise's checks
+
+
+@dataclass
+class Exercise:
+    id: str
+    points: int
+    setup: list[str]  # the notebook's set-up cells (sources)
+    context: list[str]
+    model: str
+    stub: str
+    names: set[str]
+    checks: list[Check]
+    hint: str = ""
+    modules: list[str] = field(default_factory=list)  # top-level modules the trusted cells import (preloaded)
+
+    @property
+    def max(self) -> int:
+        return sum(c.points for c in self.checks)
+
+
+@dataclass
+class Assignment:
+    name: str  # the solutions notebook's file name
+    exercises: list[Exercise]
+    given: set[str]  # normalised sources of every cell that is not an answer (never taken as an answer)
+
+    @property
+    def points(self) -> dict[str, int]:
+        return {ex.id: ex.max for ex in self.exercises}
+
+
+def check_meta(meta: dict, where: str) -> dict:
+    """The author's `metadata.graphcourse.check` of a check cell, validated (defaults filled in)."""
+    g = meta.get("graphcourse") if isinstance(meta.get("graphcourse"), dict) else {}
+    raw = g.get("check", {})
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ExerciseSourceError(f"{where}: metadata graphcourse.check must be an object, e.g. {{\"points\": 1}}")
+    unknown = set(raw) - {"name", "points", "hidden", "needs", "tolerance"}
+    if unknown:
+        raise ExerciseSourceError(f"{where}: unknown key(s) {sorted(unknown)} in graphcourse.check "
+                                  "(known: name, points, hidden, needs, tolerance)")
+    out = {"name": raw.get("name"), "points": raw.get("points", 1), "hidden": raw.get("hidden", False),
+           "needs": raw.get("needs", []), "tolerance": raw.get("tolerance", 0)}
+    if out["name"] is not None and (not isinstance(out["name"], str) or not _NAME.fullmatch(out["name"])):
+        raise ExerciseSourceError(f"{where}: check name {out['name']!r} must be lowercase letters, digits, _ or -")
+    if type(out["points"]) is not int or out["points"] < 0:
+        raise ExerciseSourceError(f"{where}: check points must be a whole number >= 0, not {out['points']!r}")
+    if type(out["hidden"]) is not bool:
+        raise ExerciseSourceError(f"{where}: check hidden must be true or false")
+    needs = out["needs"]
+    if isinstance(needs, str):
+        needs = [needs]
+    if not isinstance(needs, list) or any(n not in NEEDS for n in needs):
+        raise ExerciseSourceError(f"{where}: check needs must be a list of {sorted(NEEDS)}, not {out['needs']!r}")
+    out["needs"] = tuple(needs)
+    if type(out["tolerance"]) not in (int, float) or out["tolerance"] < 0:
+        raise ExerciseSourceError(f"{where}: check tolerance must be a number >= 0")
+    return out
+
+
+def _modules(sources: list[str]) -> list[str]:
+    mods: list[str] = []
+    for src in sources:
+        try:
+            tree = ast.parse("\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                mods += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                mods.append(node.module)
+    return list(dict.fromkeys(mods))
+
+
+def _hint(markdown: str) -> str:
+    m = re.search(r"<details>\s*<summary>\s*Hint\s*</summary>(.*?)</details>", markdown, re.S | re.I)
+    return re.sub(r"\s+", " ", m[1]).strip() if m else ""
+
+
+def load_assignment(path: Path) -> Assignment:
+    nb = nbformat.read(path, as_version=4)
+    name = path.name
+    layout = layout_of(nb, name)
+    setup = [nb.cells[i].source for i in layout.setup]
+    exercises = []
+    answers = {ex.answer for ex in layout.exercises}
+    for ex in layout.exercises:
+        checks, seen = [], set()
+        for k, i in enumerate(ex.checks, 1):
+            where = f"{name}, cell {i + 1} ({ex.id} check {k})"
+            meta = check_meta(nb.cells[i].metadata, where)
+            cname = meta["name"] or f"check-{k}"
+            if cname in seen:
+                raise ExerciseSourceError(f"{where}: two checks of {ex.id} are named {cname!r}")
+            seen.add(cname)
+            checks.append(Check(f"{ex.id}/{cname}", cname, nb.cells[i].source, meta["points"], meta["hidden"],
+                                meta["needs"], float(meta["tolerance"]), k))
+        model = nb.cells[ex.answer].source
+        stub = stub_source(model, ex.id, f"{name}, cell {ex.answer + 1}")
+        total = sum(c.points for c in checks)
+        if re.search(r"\(\d+\s+points?\)", nb.cells[ex.heading].source.splitlines()[0]) and total != ex.points:
+            raise ExerciseSourceError(f"{name}: {ex.id}'s heading says {ex.points} point(s) but its checks carry {total}: "
+                                      "make the heading's (N points) the sum of its checks' points")
+        context = [nb.cells[i].source for i in ex.context]
+        exercises.append(Exercise(ex.id, total, setup, context, model, stub, defined_names(model), checks,
+                                  _hint(nb.cells[ex.heading].source), _modules(setup + context + [c.source for c in checks])))
+    given = {"\n".join(l.rstrip() for l in c.source.strip().splitlines())
+             for i, c in enumerate(nb.cells) if c.cell_type == "code" and i not in answers}
+    return Assignment(name, exercises, given)
+
+
+def load_assignments(solutions_dir: Path) -> list[Assignment]:
+    paths = solution_paths(solutions_dir)
+    if not paths:
+        raise GraphCourseError(f"no solutions notebooks (*.ipynb) in {solutions_dir}: nothing to grade against.")
+    out = []
+    for p in paths:
+        try:
+            out.append(load_assignment(p))
+        except (ExerciseSourceError, nbformat.ValidationError, ValueError) as exc:
+            raise GraphCourseError(f"the solutions notebook {p.name} cannot be graded against: {exc}") from None
+    return out

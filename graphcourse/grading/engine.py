@@ -1,0 +1,411 @@
+"""Grading a class: the model answers once, then every learner, each exercise in a fresh confined kernel.
+
+Order of a run: read solutions/ (trusted), find the learners, run the model answers in the same sandbox (this
+calibrates the time limits and gives the observations to compare with), then grade learners ``jobs`` at a time;
+each learner's result goes to the reports as soon as it is known. Exercises that timed out are retried once at
+the end, one at a time (the machine is quieter then), and the retry's result stands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..build_exercises import ROOT
+from ..errors import GraphCourseError
+from . import reports
+from .assignment import Assignment, Exercise, load_assignments
+from .notebooks import InvalidNotebook, Learner, LearnerNotebook, discover, find_answer, read_learner
+from .runner import ExerciseRun, Limits, Session, run_exercise
+from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, UidPool, detect
+from .scan import scan
+from .verdict import exercise_mark
+
+FORMAT = "graphcourse-grades/2"
+
+
+@dataclass
+class Options:
+    timeout_floor: float = 20.0  # seconds: the least any learner cell gets
+    timeout_factor: float = 20.0  # times the model answer's time for the same cell
+    budget: float = 600.0  # seconds per learner, all exercises together (retries apart)
+    jobs: int | None = None
+    memory_mb: int = 4096
+    allow_reviewed: set[str] = field(default_factory=set)  # learner, learner:exercise, or "*"
+    allow_unconfined: bool = True
+    cuda: bool | None = None  # None: detect
+    progress: bool = True
+    seed: int | None = None
+    only: set[str] | None = None  # grade only these exercise ids
+
+
+@dataclass
+class Outputs:
+    report: Path
+    csv: Path | None = None
+    feedback: Path | None = None
+    gradescope: Path | None = None
+    junit: Path | None = None
+
+
+def cuda_here() -> bool:
+    if not any(Path("/dev").glob("nvidia[0-9]*")):
+        return False
+    try:
+        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                             capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.stdout.strip().endswith("True")
+
+
+def _clean_stale(tmp: Path) -> None:
+    """Remove socket folders of earlier grader runs that were killed (their pid is gone)."""
+    for d in tmp.glob("graphcourse-grade-*"):
+        try:
+            pid = int(d.name.split("-")[2])
+        except (IndexError, ValueError):
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
+class Grader:
+    def __init__(self, paths: list[Path], solutions_dir: Path, options: Options, outputs: Outputs,
+                 course_root: Path = ROOT) -> None:
+        self.paths, self.options, self.outputs, self.course_root = paths, options, outputs, course_root
+        self.assignments: list[Assignment] = load_assignments(solutions_dir)
+        if options.only:
+            known = {ex.id for a in self.assignments for ex in a.exercises}
+            unknown = sorted(set(options.only) - known)
+            if unknown:
+                raise GraphCourseError(f"--only {', '.join(unknown)}: no such exercise (known: {', '.join(sorted(known))})")
+            for a in self.assignments:
+                a.exercises = [ex for ex in a.exercises if ex.id in options.only]
+            self.assignments = [a for a in self.assignments if a.exercises]
+        self.confinement: Confinement = detect()
+        self.available = {"cuda"} if (options.cuda if options.cuda is not None else cuda_here()) else set()
+        self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1, 2**31)
+        self.warnings: list[str] = []
+        self.report: dict = {}
+        self.model: dict[str, ExerciseRun] = {}
+        self.limits: Limits | None = None
+        self.tmp: Path | None = None
+        self.slots: asyncio.Queue | None = None
+        self.uid_pool: UidPool | None = None
+        self.started = time.time()
+        self.hints = {ex.id: ex.hint for a in self.assignments for ex in a.exercises}
+        self.exercise_by_id = {ex.id: ex for a in self.assignments for ex in a.exercises}
+        self.modules = list(dict.fromkeys(m for a in self.assignments for ex in a.exercises for m in ex.modules))
+        self.chosen: dict[tuple[str, str], LearnerNotebook] = {}  # (learner, assignment): the notebook read, once
+        self.chosen_notes: dict[tuple[str, str], list[str]] = {}
+
+    # --- set-up ----------------------------------------------------------------------------------------
+    def _copy_of(self, path: Path) -> str | None:
+        try:
+            nb = read_learner(path)
+        except (InvalidNotebook, OSError):
+            return None
+        return self._assignment_for(nb, lone=False)
+
+    def _assignment_for(self, nb: LearnerNotebook, lone: bool) -> str | None:
+        names = {a.name for a in self.assignments}
+        if nb.source_name in names:
+            return nb.source_name
+        if nb.path.name in names:
+            return nb.path.name
+        ids = {c.graphcourse.get("exercise") for c in nb.cells}
+        for a in self.assignments:
+            if ids & {ex.id for ex in a.exercises}:
+                return a.name
+        return self.assignments[0].name if lone and len(self.assignments) == 1 else None
+
+    def sandbox(self, slot: int) -> Sandbox:
+        assert self.tmp is not None
+        return Sandbox(self.confinement, slot, self.tmp / f"slot-{slot}", self.course_root,
+                       SandboxLimits(memory_mb=self.options.memory_mb), gpu="cuda" in self.available,
+                       uid=self.uid_pool.uids[slot - 1] if self.uid_pool else 0)
+
+    def _learner_record(self, status: str, notes: list[str] | None = None) -> dict:
+        return {"status": status, "total": 0, "max": sum(ex.max for a in self.assignments for ex in a.exercises),
+                "open": 0, "exercises": {}, "notes": notes or [], "files": []}
+
+    def _write(self, learner: str | None = None) -> None:
+        """Rewrite the reports (atomically); write this learner's feedback and Gradescope file."""
+        self.report["run"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.report["run"]["wall_s"] = round(time.time() - self.started, 1)
+        self.report["warnings"] = list(dict.fromkeys(self.warnings))
+        out = self.outputs
+        written = reports.write_atomic(out.report, reports.to_json(self.report))
+        if written != out.report:
+            self.warnings.append(f"{out.report} became a folder during the run: the report is in {written}")
+        if out.csv:
+            reports.write_atomic(out.csv, reports.to_csv(self.report))
+        if out.junit:
+            reports.write_atomic(out.junit, reports.junit(self.report))
+        if learner is not None:
+            rec = self.report["learners"][learner]
+            if out.feedback:
+                reports.write_atomic(out.feedback / f"{reports.slug(learner)}.html", reports.feedback_html(learner, rec, self.hints))
+            if out.gradescope:
+                reports.write_atomic(out.gradescope / f"{reports.slug(learner)}.json", reports.gradescope(rec))
+
+    # --- running -----------------------------------------------------------------------------------------
+    async def _with_slot(self, coro_fn):
+        assert self.slots is not None
+        slot = await self.slots.get()
+        try:
+            return await coro_fn(slot)
+        finally:
+            self.slots.put_nowait(slot)
+
+    async def _model(self) -> None:
+        """Run every exercise's model answer (trusted) in the same sandbox: observations to compare, and timings."""
+        generous = Limits({}, {}, given=600, floor=600)
+
+        async def model_run(slot: int) -> list[tuple[str, ExerciseRun]]:
+            session = Session(self.sandbox(slot), self.modules)
+            out = []
+            try:
+                for a in self.assignments:
+                    for ex in a.exercises:
+                        checks = [c for c in ex.checks if all(n in self.available for n in c.needs)]
+                        out.append((ex.id, await run_exercise(ex, ex.model, session.sandbox, generous, self.seed, checks,
+                                                              trusted=True, session=session)))
+            finally:
+                await session.close()
+            return out
+        results = await self._with_slot(model_run)
+        self.model = dict(results)
+        answer, check = {}, {}
+        f, floor = self.options.timeout_factor, self.options.timeout_floor
+        for ex_id, run in self.model.items():
+            ex = self.exercise_by_id[ex_id]
+            if run.problem:
+                raise GraphCourseError(f"the model answer of {ex_id} could not be run here: {run.problem}")
+            if run.answer is not None and run.answer.kind != "ok":
+                self.warnings.append(f"the model answer of {ex_id} raised {run.answer.ename}: {run.answer.evalue[:200]} "
+                                     "(fix solutions/)")
+            answer[ex_id] = max(floor, f * (run.answer.seconds if run.answer else 0))
+            for c in ex.checks:
+                r = run.checks.get(c.id)
+                if r is None:
+                    continue
+                check[c.id] = max(floor, f * r.seconds)
+                if r.obs is None or r.kind != "ran":
+                    self.warnings.append(f"the model answer fails its own check {c.id} ({r.kind} {r.ename}: "
+                                         f"{(r.problem or r.evalue)[:200]}): that check is not graded (fix solutions/)")
+                elif not r.obs and c.points:
+                    self.warnings.append(f"check {c.id} observes nothing (no observe() call): it cannot tell answers "
+                                         "apart and is not graded (convert it to the observe protocol)")
+                    r.obs = None
+                elif r.flags:
+                    self.warnings.append(f"the model answer of {ex_id} trips the run-time review flags in {c.id}: "
+                                         f"{'; '.join(r.flags)[:200]}")
+            for flag in scan(ex.model):
+                self.warnings.append(f"the model answer of {ex_id} would need review: {flag}")
+        self.limits = Limits(answer, check, given=max(180.0, floor * 3), floor=floor)
+
+    def _allowed(self, learner: str, ex_id: str) -> bool:
+        allow = self.options.allow_reviewed
+        return "*" in allow or learner in allow or f"{learner}:{ex_id}" in allow
+
+    async def _grade_exercise(self, learner: str, ex: Exercise, answer, slot: int, deadline: float | None,
+                              session: Session | None = None) -> tuple[dict, ExerciseRun | None]:
+        if answer.source is None:
+            return exercise_mark(ex, self.model[ex.id], None, available=self.available, review=[], allowed=False,
+                                 answer_notes=answer.notes,
+                                 missing=f"no answer cell for {ex.id} (tag {ex.id}:answer), and no other code cell "
+                                         f"defines {', '.join(sorted(ex.names))}"), None
+        flags = [] if answer.stub else scan(answer.source)
+        if session is not None and session.sandbox.slot != slot:
+            session = None
+        checks = [c for c in ex.checks if all(n in self.available for n in c.needs)
+                  and self.model[ex.id].checks.get(c.id) is not None and self.model[ex.id].checks[c.id].obs is not None]
+        sandbox = session.sandbox if session is not None else self.sandbox(slot)
+        run = await run_exercise(ex, answer.source, sandbox, self.limits, self.seed, checks, deadline,
+                                 session=session, reusable=not flags)
+        mark = exercise_mark(ex, self.model[ex.id], run, available=self.available, review=flags,
+                             allowed=self._allowed(learner, ex.id), answer_notes=answer.notes)
+        mark["answer_cells"] = answer.cells
+        mark["seconds"] = round(run.seconds, 2)
+        return mark, run
+
+    async def _grade_learner(self, learner: Learner, slot: int) -> None:
+        rec = self._learner_record("graded", list(learner.notes))
+        session = Session(self.sandbox(slot), self.modules)
+        try:
+            await self._grade_learner_in(learner, slot, rec, session)
+        finally:
+            await session.close()
+
+    async def _grade_learner_in(self, learner: Learner, slot: int, rec: dict, session: Session) -> None:
+        deadline = time.monotonic() + self.options.budget
+        candidates: dict[str, list[LearnerNotebook]] = {}
+        broken: dict[str, list[str]] = {}
+        for f in learner.files:
+            try:
+                nb = read_learner(f)
+            except InvalidNotebook as exc:
+                target = next((a.name for a in self.assignments if a.name == f.name), None)
+                if target is None and len(self.assignments) == 1 and len(learner.files) == 1:
+                    target = self.assignments[0].name
+                if target:
+                    broken.setdefault(target, []).append(str(exc))
+                rec["notes"].append(f"could not read {f.name}: {exc}")
+                rec["files"].append({"path": f.name, "error": str(exc)})
+                continue
+            rec["files"].append({"path": f.name, "sha256": nb.sha256})
+            rec["notes"] += nb.notes
+            a = self._assignment_for(nb, lone=len(learner.files) == 1)
+            if a is None:
+                rec["notes"].append(f"{f.name} is not a copy of any exercise notebook: not graded")
+                continue
+            candidates.setdefault(a, []).append(nb)
+        for a in self.assignments:
+            found = candidates.get(a.name, [])
+            nb = max(found, key=lambda n: (n.mtime, n.path.name == a.name)) if found else None
+            notes: list[str] = []
+            if nb is not None:
+                self.chosen[(learner.name, a.name)] = nb
+                self.chosen_notes[(learner.name, a.name)] = notes
+            if len(found) > 1:
+                others = ", ".join(repr(n.path.name) for n in found if n is not nb)
+                notes.append(f"warning: {len(found)} notebooks copy {a.name}: graded {nb.path.name!r} (the most recently "
+                             f"modified), not {others}")
+                self.warnings.append(f"{learner.name}: {notes[-1][len('warning: '):]}")
+            for ex in a.exercises:
+                if nb is None:
+                    reason = (f"could not read the notebook: {broken[a.name][0]}" if a.name in broken
+                              else f"no notebook for {a.name} was handed in")
+                    mark = exercise_mark(ex, self.model[ex.id], None, available=self.available, review=[],
+                                         allowed=False, answer_notes=notes, missing=reason)
+                    if a.name in broken:
+                        mark["status"] = "error"
+                        for c in mark["checks"].values():
+                            if c["status"] == "missing":
+                                c["status"] = "error"
+                    rec["exercises"][ex.id] = mark
+                    continue
+                answer = find_answer(nb.cells, ex.id, ex.names, ex.stub, a.given, set())
+                answer.notes = answer.notes + notes
+                mark, _ = await self._grade_exercise(learner.name, ex, answer, slot, deadline, session)
+                rec["exercises"][ex.id] = mark
+        self._total(rec)
+        self.report["learners"][learner.name] = rec
+
+    def _total(self, rec: dict) -> None:
+        rec["total"] = sum(m["points"] for m in rec["exercises"].values())
+        rec["max"] = sum(m["max"] for m in rec["exercises"].values())
+        rec["open"] = sum(m.get("open", 0) for m in rec["exercises"].values())
+
+    async def _retry_timeouts(self, learners: list[Learner]) -> None:
+        """Regrade, one at a time, every exercise that timed out; the retry's result stands."""
+        by_name = {l.name: l for l in learners}
+        deadlines: dict[str, float] = {}  # one budget per learner for all its retries
+        todo = [(name, ex_id) for name, rec in self.report["learners"].items()
+                for ex_id, m in rec["exercises"].items()
+                if any(c["status"] == "timeout" for c in m.get("checks", {}).values()) or m["status"] == "timeout"]
+        for name, ex_id in todo:
+            learner = by_name.get(name)
+            if learner is None:
+                continue
+            ex = self.exercise_by_id[ex_id]
+            a = next(a for a in self.assignments if ex in a.exercises)
+            nb = self.chosen.get((name, a.name))  # the bytes read the first time: a learner file is read once
+            if nb is None:
+                continue
+            answer = find_answer(nb.cells, ex.id, ex.names, ex.stub, a.given, set())
+            answer.notes = answer.notes + self.chosen_notes.get((name, a.name), [])
+            deadline = deadlines.setdefault(name, time.monotonic() + self.options.budget)
+            mark, _ = await self._with_slot(lambda slot: self._grade_exercise(name, ex, answer, slot, deadline))
+            mark["message"] += "; graded twice: the first attempt timed out"
+            self.report["learners"][name]["exercises"][ex_id] = mark
+            self._total(self.report["learners"][name])
+            self._write(name)
+
+    async def run(self) -> dict:
+        from tqdm import tqdm
+
+        learners, skipped = discover(self.paths, {a.name for a in self.assignments}, self._copy_of)
+        if not learners:
+            raise GraphCourseError(f"no learner notebooks (*.ipynb) under {', '.join(map(str, self.paths))}."
+                                   + (f" Skipped: {'; '.join(f'{p}: {r}' for p, r in skipped[:5])}" if skipped else ""))
+        jobs = max(1, self.options.jobs or os.cpu_count() or 1)
+        if not self.confinement.confined:
+            self.warnings.append("learners' code was NOT confined: " + "; ".join(self.confinement.reasons)
+                                 + ". Grade untrusted notebooks only where bubblewrap runs as root (see docs/grading.md).")
+        self.report = {"format": FORMAT, "run": {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)), "status": "running",
+            "confinement": self.confinement.describe(), "confined": self.confinement.confined,
+            "checks_needing": {"cuda": "cuda" in self.available}, "jobs": jobs,
+            "solutions": [a.name for a in self.assignments],
+            "exercises": [ex.id for a in self.assignments for ex in a.exercises]},
+            "learners": {l.name: self._learner_record("not graded yet") for l in learners},
+            "skipped": [{"path": p, "reason": r} for p, r in skipped], "warnings": []}
+        tmp_root = Path(tempfile.gettempdir())
+        _clean_stale(tmp_root)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"graphcourse-grade-{os.getpid()}-", dir=tmp_root))
+        os.chmod(self.tmp, 0o711)
+        self.report["run"]["scratch"] = str(self.tmp)  # removed at the end, however the run ends
+        if self.confinement.confined:
+            self.uid_pool = UidPool(jobs)
+            self.report["run"]["uids"] = list(self.uid_pool.uids)
+        watchdog = subprocess.Popen([sys.executable, "-m", "graphcourse.grading.watchdog", str(self.tmp),
+                                     *map(str, self.uid_pool.uids if self.uid_pool else [])],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    cwd=str(self.course_root), env=dict(os.environ, PYTHONPATH=str(self.course_root)))
+        self.slots = asyncio.Queue()
+        for s in range(1, jobs + 1):
+            self.slots.put_nowait(s)
+        bar = tqdm(total=len(learners), unit="learner", desc="grading", disable=not self.options.progress or None,
+                   file=sys.stderr)
+        try:
+            self._write()
+            await self._model()
+            self.report["run"]["time_limits_s"] = {"floor": self.options.timeout_floor,
+                                                   "factor": self.options.timeout_factor,
+                                                   "answer": {k: round(v, 1) for k, v in self.limits.answer.items()},
+                                                   "budget_per_learner": self.options.budget}
+
+            async def one(learner: Learner):
+                try:
+                    await self._with_slot(lambda slot: self._grade_learner(learner, slot))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the grader's own fault: this learner only, said plainly
+                    rec = self._learner_record("error", [f"the grader failed on this learner ({type(exc).__name__}: {exc})"])
+                    self.report["learners"][learner.name] = rec
+                self._write(learner.name)
+                bar.update()
+            await asyncio.gather(*(one(l) for l in learners))
+            await self._retry_timeouts(learners)
+            self.report["run"]["status"] = "complete"
+        except asyncio.CancelledError:
+            self.report["run"]["status"] = "stopped before the end: learners marked 'not graded yet' were not graded"
+            raise
+        finally:
+            bar.close()
+            self._write()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.uid_pool is not None:
+                self.uid_pool.release()
+            watchdog.stdin.close()
+            try:
+                watchdog.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                watchdog.kill()
+        return self.report

@@ -1,0 +1,316 @@
+"""What a check cell calls: record observations of the learner's code as plain data.
+
+A check cell never decides whether an answer is right. It calls the learner's code and records what it saw::
+
+    from graphcourse.grading.observe import observe, inputs
+
+    observe.call("bucket for 17", pick_bucket, 17, [1, 2, 4, 8, 16, 32], hint="the smallest bucket that holds it")
+    observe("syncs", dev.sync_count)
+    for n in inputs.sample(range(1, 40), 5):  # hidden inputs: a new seed every grading run
+        observe.call(f"bucket for {n}", pick_bucket, n, inputs.shuffled([1, 2, 4, 8, 16, 32]))
+
+The grader (``graphcourse.grading``) runs the same cell with the model answer and compares the two sets of
+observations outside every kernel. In a learner's own notebook ``observe`` only records (see ``recorded()``) and
+prints one line, so the cell runs anywhere. Standard library only: this module is imported by every kernel.
+
+Plain data means exact built-in types: ``bool, int, float, str, None``, lists and tuples of them (recorded as
+lists) and dicts with ``str`` keys. Anything else is recorded as ``{"unplain": "TypeName"}``, which equals nothing
+the model records: a learner object with its own ``__eq__`` never passes for a value.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins_module
+import hashlib as _hashlib
+import hmac as _hmac
+import json as _json
+import math as _math
+import random as _random
+import sys as _sys
+import threading as _threading
+
+# Bound once, when the grader's preamble imports this module before any learner code runs.
+_type, _len, _isinstance, _str, _list, _dict, _sorted = type, len, isinstance, str, list, dict, sorted
+_int, _float, _bool, _NoneType, _tuple = int, float, bool, type(None), tuple
+_id, _repr, _getattr, _vars = id, repr, getattr, vars
+_dumps = _json.dumps
+_hmac_new, _sha256 = _hmac.new, _hashlib.sha256
+
+MIME = "application/vnd.graphcourse.observations.v1+json"
+MAX_DEPTH = 20
+MAX_ITEMS = 10_000
+MAX_STR = 10_000
+SELF_CHECK_SEED = 0
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def plain(value, _depth=0, _budget=None):
+    """value as plain JSON data of exact built-in types, or {"unplain": type name} (never raises)."""
+    budget = _budget if _budget is not None else [MAX_ITEMS]
+    try:
+        return _plain(value, _depth, budget)
+    except _TooLarge:
+        return {"unplain": "too large (more than 10 000 items, deeper than 20, or a string over 10 000 characters)"}
+    except RecursionError:
+        return {"unplain": "too deep"}
+
+
+def _plain(value, depth, budget):
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise _TooLarge
+    t = _type(value)
+    if t is _bool or t is _int or t is _NoneType:
+        return value
+    if t is _float:
+        if value != value:
+            return {"float": "nan"}
+        if value in (_float("inf"), -_float("inf")):
+            return {"float": "inf" if value > 0 else "-inf"}
+        return value
+    if t is _str:
+        if _len(value) > MAX_STR:
+            raise _TooLarge
+        return value
+    if t is _list or t is _tuple:
+        return [_plain(v, depth + 1, budget) for v in value]
+    if t is _dict:
+        out = {}
+        for k, v in _dict.items(value):
+            if _type(k) is not _str:
+                return {"unplain": "dict with a key that is not a str"}
+            out[k] = _plain(v, depth + 1, budget)
+        return out
+    return {"unplain": _getattr(t, "__qualname__", "object") if _type(_getattr(t, "__qualname__", None)) is _str else "object"}
+
+
+_BUILTIN_EXCEPTIONS = {_id(v): k for k, v in _vars(_builtins_module).items()
+                       if _isinstance(v, type) and issubclass(v, BaseException)}
+
+
+def _exception_name(exc: BaseException) -> str:
+    """The nearest built-in (or toygraph) exception class of exc: a learner's own class named ValueError is not one."""
+    for cls in _type(exc).__mro__:
+        name = _BUILTIN_EXCEPTIONS.get(_id(cls))
+        if name is not None:
+            return name
+        module = _sys.modules.get(_getattr(cls, "__module__", None) or "")
+        mod_name = _getattr(module, "__name__", "")
+        if _type(mod_name) is _str and (mod_name == "toygraph" or mod_name.startswith("toygraph.")):
+            for attr, val in _vars(module).items():
+                if val is cls:
+                    return f"toygraph.{attr}"
+    return "BaseException"
+
+
+class _State:
+    def __init__(self) -> None:
+        self.check: str | None = None  # set by the grader's header; None in a learner's notebook
+        self.obs: dict[str, dict] = {}
+        self.hints: dict[str, str] = {}
+        self.recorded: dict[str, dict] = {}
+        self.label = "notebook"
+        self.baseline: dict | None = None
+
+
+_state = _State()
+
+
+class _Inputs:
+    """Inputs for a check: a seeded random.Random, re-seeded by the grader for every check (same seed for the model)."""
+
+    def __init__(self) -> None:
+        self.rng = _random.Random(SELF_CHECK_SEED)
+        self.hidden = False
+
+    def _seed(self, seed: int, check: str, hidden: bool) -> None:
+        self.rng = _random.Random(f"{seed}:{check}")
+        self.hidden = hidden
+
+    def randint(self, a: int, b: int) -> int:
+        return self.rng.randint(a, b)
+
+    def uniform(self, a: float, b: float) -> float:
+        return self.rng.uniform(a, b)
+
+    def choice(self, seq):
+        return self.rng.choice(_list(seq))
+
+    def sample(self, seq, k: int) -> list:
+        return self.rng.sample(_list(seq), k)
+
+    def shuffled(self, seq) -> list:
+        out = _list(seq)
+        self.rng.shuffle(out)
+        return out
+
+
+inputs = _Inputs()
+
+
+class _Observe:
+    """observe(key, value, hint=, tol=) records a value; observe.call(key, fn, *args, **kw) records what fn did."""
+
+    def __call__(self, key, value, *, hint=None, tol=None):
+        if _type(key) is not _str:
+            raise TypeError(f"observe: the key must be a str, not {_type(key).__name__}")
+        record = {"value": plain(value)}
+        self._put(key, record, hint, tol)
+        return value
+
+    def call(self, key, fn, *args, hint=None, tol=None, **kwargs):
+        if _type(key) is not _str:
+            raise TypeError(f"observe.call: the key must be a str, not {_type(key).__name__}")
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as exc:  # an exception is a behaviour to compare; SystemExit and the like end the cell
+            self._put(key, {"raised": _exception_name(exc)}, hint, tol)
+            return None
+        self._put(key, {"value": plain(result)}, hint, tol)
+        return result
+
+    def _put(self, key, record, hint, tol):
+        if tol is not None:
+            record["tol"] = _float(tol)
+        _state.obs[key] = record
+        if hint is not None:
+            _state.hints[key] = _str(hint)
+        if _state.check is None:  # a learner's notebook: keep them for a self-check
+            _state.recorded.setdefault(_state.label, {})[key] = record
+
+    @staticmethod
+    def recorded() -> dict:
+        """{label: {key: record}} of everything observed outside grading (label: see `label`, default "notebook")."""
+        return _state.recorded
+
+    @staticmethod
+    def label(name: str) -> None:
+        """Outside grading, file the next observations under name (a self-check sets the check id here)."""
+        _state.label = _str(name)
+
+    @staticmethod
+    def hints() -> dict:
+        return _dict(_state.hints)
+
+
+observe = _Observe()
+
+
+# --- used by the grader only (it runs these in cells of its own) ----------------------------------------
+
+def _ipython():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+_VOLATILE_BUILTINS = {"input", "raw_input", "getpass"}  # ipykernel swaps these for every request
+
+
+def _snapshot() -> dict:
+    """What learner code should not change: IPython's input and AST transformers, hooks, builtins, tracing, threads."""
+    shell = _ipython()
+    snap: dict = {}
+    if shell is not None:
+        for name in ("input_transformers_cleanup", "input_transformers_post", "ast_transformers"):
+            snap[name] = [_id(x) for x in (_getattr(shell, name, None) or [])]
+        tm = _getattr(shell, "input_transformer_manager", None)
+        if tm is not None:
+            snap["transformer_manager"] = [_id(x) for x in (_getattr(tm, "cleanup_transforms", []) or [])] + [
+                _id(x) for x in (_getattr(tm, "line_transforms", []) or [])] + [_id(x) for x in (_getattr(tm, "token_transformers", []) or [])]
+        for name in ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback",
+                     "set_custom_exc", "transform_cell", "ex", "ev", "reset", "run_line_magic", "run_cell_magic"):
+            snap[f"shell.{name}"] = _id(_getattr(_type(shell), name, None)), name in _vars(shell)
+        events = _getattr(shell, "events", None)
+        callbacks = _getattr(events, "callbacks", {}) if events is not None else {}
+        snap["events"] = {k: [_id(f) for f in v] for k, v in _dict.items(callbacks)}
+        snap["custom_exceptions"] = _repr(_getattr(shell, "custom_exceptions", ()))
+        kernel = _getattr(shell, "kernel", None)
+        if kernel is not None:
+            handlers = _getattr(kernel, "shell_handlers", {}) or {}
+            snap["kernel.handlers"] = {k: _id(v) for k, v in _dict.items(handlers)}
+    snap["builtins"] = {k: _id(v) for k, v in _vars(_builtins_module).items() if k not in _VOLATILE_BUILTINS and (
+        not k.startswith("_") or k in ("__import__", "__build_class__"))}
+    snap["trace"] = (_id(_sys.gettrace()), _id(_sys.getprofile()))
+    snap["hooks"] = (_id(_sys.displayhook), _len(_sys.meta_path), _len(_sys.path_hooks),
+                     _len(_getattr(_sys, "audit_hooks", ()) or ()))
+    snap["threads"] = _len(_threading.enumerate())
+    course = {}
+    for name, mod in _list(_sys.modules.items()):
+        if not (name == "toygraph" or name.startswith("toygraph.") or name.startswith("graphcourse")):
+            continue
+        d = _getattr(mod, "__dict__", None)
+        if _type(d) is not _dict:
+            continue
+        entries = {}
+        for k, v in _list(d.items()):
+            if not callable(v):
+                continue
+            entries[k] = _id(v)
+            if _isinstance(v, type) and _getattr(v, "__module__", None) == name:
+                for ck, cv in _list(_vars(v).items()):
+                    if callable(cv) or _isinstance(cv, (staticmethod, classmethod, property)):
+                        entries[f"{k}.{ck}"] = _id(cv)
+        course[name] = entries
+    snap["course"] = course
+    snap["observe"] = {k: _id(v) for k, v in globals().items() if not k.startswith("__")}
+    snap["observe.methods"] = [_id(_vars(_Observe).get(n)) for n in ("__call__", "call", "_put")]
+    return snap
+
+
+def _differences(before: dict, after: dict) -> list[str]:
+    out = []
+    for key in _sorted(set(before) | set(after)):
+        if before.get(key) == after.get(key):
+            continue
+        if key == "builtins":
+            b, a = before.get(key) or {}, after.get(key) or {}
+            changed = _sorted(k for k in set(b) | set(a) if b.get(k) != a.get(k))
+            out.append(f"builtins changed: {', '.join(changed[:8])}")
+        elif key == "course":
+            b, a = before.get(key) or {}, after.get(key) or {}
+            changed = [f"{m}.{k}" for m in _sorted(set(b) & set(a)) for k in _sorted(set(b[m]) & set(a[m]))
+                       if b[m][k] != a[m][k]]
+            changed += [f"{m}.{k}" for m in _sorted(set(b) & set(a)) for k in _sorted(set(b[m]) - set(a[m]))]
+            if changed:
+                out.append(f"the course's code was changed: {', '.join(changed[:6])}")
+        elif key == "threads":
+            out.append(f"threads still running: {after.get(key, 0) - before.get(key, 0)} more than before the answer")
+        elif key.startswith("observe"):
+            out.append("the grading module graphcourse.grading.observe was changed")
+        else:
+            out.append(f"{key} changed")
+    return out
+
+
+def _baseline() -> None:
+    """Snapshot the kernel after the given cells, before the learner's answer runs."""
+    _state.baseline = _snapshot()
+
+
+def _begin(check: str, seed: int) -> None:
+    _state.check = check
+    _state.obs = {}
+    _state.hints = {}
+    inputs._seed(seed, check, hidden=True)
+
+
+def _end(key_hex: str) -> None:
+    """Emit this check's observations, signed with key_hex (substituted by the grader into this call only)."""
+    flags = _differences(_state.baseline, _snapshot()) if _state.baseline is not None else ["no baseline"]
+    payload = {"check": _state.check, "obs": _state.obs, "hints": _state.hints, "flags": flags}
+    try:
+        text = _dumps(payload, sort_keys=False, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        text = _dumps({"check": _state.check, "obs": {}, "hints": {}, "flags": [f"observations not JSON: {exc}"]},
+                      sort_keys=True, separators=(",", ":"))
+    mac = _hmac_new(bytes.fromhex(key_hex), text.encode(), _sha256).hexdigest()
+    _state.check, _state.obs, _state.hints = None, {}, {}
+    from IPython.display import publish_display_data
+
+    publish_display_data({MIME: {"payload": text, "mac": mac}, "text/plain": "observations recorded"})

@@ -1,0 +1,229 @@
+"""Reports a learner's name or an answer's text cannot subvert: JSON, CSV gradebook, terminal table, HTML feedback,
+Gradescope results.json and JUnit XML, each written atomically to a path opened without following links."""
+
+from __future__ import annotations
+
+import csv
+import errno
+import html
+import io
+import json
+import os
+import re
+import secrets
+import unicodedata
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_XML_BAD = re.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+class ReportPathError(OSError):
+    pass
+
+
+def terminal(text: str) -> str:
+    """Text safe for a terminal: control characters (escape sequences, bidi overrides) shown as \\xNN."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}",
+                        str(text))
+
+
+def spreadsheet(text) -> str | int | float:
+    """A CSV cell a spreadsheet reads as text, never as a formula (OWASP: prefix ' to = + - @ tab CR)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return text
+    text = terminal(str(text))
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r", "|", "%") or text.lstrip()[:1] in ("=", "+", "-", "@"):
+        return "'" + text
+    return text
+
+
+def xml_text(text: str) -> str:
+    return _XML_BAD.sub("\ufffd", str(text))
+
+
+def slug(name: str) -> str:
+    """A file name for a learner: letters, digits, - and _, plus a short hash when that changed the name."""
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    out = re.sub(r"[^A-Za-z0-9_-]+", "_", plain).strip("_-.")[:60] or "learner"
+    if out != name:
+        import hashlib
+
+        out += "-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return out
+
+
+def check_target(path: Path) -> None:
+    """Refuse, before grading starts, a report path that is a folder or whose folder cannot be written."""
+    if path.is_dir() and not path.is_symlink():
+        raise ReportPathError(f"{path} is a folder: give a file name for the report (e.g. {path / 'grades.json'})")
+    parent = path.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(parent, os.W_OK):
+        raise ReportPathError(f"cannot write into {parent}")
+
+
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write data to a new file beside path and rename it over path: never follows a link at path (the link itself
+    is replaced), never leaves a half-written report. When path has become a folder, writes path.N beside it and
+    returns that path instead."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    parent = path.parent if str(path.parent) else Path(".")
+    dir_fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        tmp = f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                     0o644, dir_fd=dir_fd)
+        try:
+            view = memoryview(payload)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        target = path.name
+        try:
+            os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                os.unlink(tmp, dir_fd=dir_fd)
+                raise
+            n = 1
+            while True:
+                target = f"{path.name}.{n}"
+                try:
+                    os.stat(target, dir_fd=dir_fd, follow_symlinks=False)
+                    n += 1
+                except FileNotFoundError:
+                    break
+            os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return parent / target
+    finally:
+        os.close(dir_fd)
+
+
+# --- the content -----------------------------------------------------------------------------------------
+
+def exercise_ids(learners: dict) -> list[str]:
+    return sorted({ex for rec in learners.values() for ex in rec.get("exercises", {})})
+
+
+def to_json(report: dict) -> str:
+    return json.dumps(report, indent=1, sort_keys=True, ensure_ascii=True) + "\n"
+
+
+def to_csv(report: dict) -> str:
+    learners = report["learners"]
+    ids = exercise_ids(learners)
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_MINIMAL)
+    w.writerow(["learner", "total", "max", "not graded here", "status"] + [c for ex in ids for c in (ex, f"{ex} status")])
+    for name, rec in learners.items():
+        marks = rec.get("exercises", {})
+        w.writerow([spreadsheet(name), rec.get("total", 0), rec.get("max", 0), rec.get("open", 0), rec.get("status", "")]
+                   + [c for ex in ids for c in ((marks[ex]["points"], marks[ex]["status"]) if ex in marks else ("", ""))])
+    return buf.getvalue()
+
+
+def table(report: dict) -> str:
+    """The terminal table: `points/max status` per exercise (`*`: some points not graded here), then the total."""
+    learners = report["learners"]
+    ids = exercise_ids(learners)
+    rows = [["learner"] + ids + ["total"]]
+    starred = False
+    for name, rec in learners.items():
+        cells = []
+        for ex in ids:
+            m = rec.get("exercises", {}).get(ex)
+            if m is None:
+                cells.append("-")
+                continue
+            star = "*" if m.get("open") else ""
+            starred = starred or bool(star)
+            cells.append(f"{m['points']}/{m['max']} {m['status']}{star}")
+        rows.append([_cut(terminal(name), 40)] + cells + [f"{rec.get('total', 0)}/{rec.get('max', 0)}"])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    if starred:
+        lines.append("* some checks were not graded on this machine (e.g. they need a CUDA GPU): those points are "
+                     "still open; grade where they can run to include them")
+    return "\n".join(lines)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def gradescope(rec: dict) -> str:
+    """Gradescope's results.json for one learner: one test per check."""
+    tests = []
+    for ex, m in rec.get("exercises", {}).items():
+        for cid, c in m.get("checks", {}).items():
+            tests.append({"name": cid, "score": c["points"], "max_score": c["max"],
+                          "status": "passed" if c["status"] == "passed" else "failed",
+                          "output": f"{c['status']}: {c['message']}" + (f" (exercise: {m['message']})" if m["status"] == "review" else ""),
+                          "visibility": "after_published" if c.get("hidden") else "visible"})
+    out = {"score": rec.get("total", 0), "output": "; ".join(rec.get("notes", [])) or "graded by graphcourse.grade",
+           "tests": tests, "visibility": "visible", "stdout_visibility": "hidden"}
+    return json.dumps(out, indent=1, ensure_ascii=True) + "\n"
+
+
+def junit(report: dict) -> str:
+    suites = ET.Element("testsuites", name="graphcourse.grade")
+    for name, rec in report["learners"].items():
+        cases = [(ex, cid, c) for ex, m in rec.get("exercises", {}).items() for cid, c in m.get("checks", {}).items()]
+        suite = ET.SubElement(suites, "testsuite", name=xml_text(name), tests=str(len(cases)),
+                              failures=str(sum(c["status"] in ("failed", "review", "missing") for _, _, c in cases)),
+                              errors=str(sum(c["status"] in ("error", "timeout") for _, _, c in cases)),
+                              skipped=str(sum(c["status"] == "not-graded" for _, _, c in cases)))
+        for ex, cid, c in cases:
+            case = ET.SubElement(suite, "testcase", classname=xml_text(f"{name}.{ex}"), name=xml_text(cid))
+            status = c["status"]
+            exercise_status = rec["exercises"][ex]["status"]
+            if exercise_status == "review":
+                ET.SubElement(case, "failure", message="needs review").text = xml_text(rec["exercises"][ex]["message"])
+            elif status == "not-graded":
+                ET.SubElement(case, "skipped", message=xml_text(c["message"]))
+            elif status in ("error", "timeout"):
+                ET.SubElement(case, "error", message=xml_text(status)).text = xml_text(c["message"])
+            elif status != "passed":
+                ET.SubElement(case, "failure", message=xml_text(status)).text = xml_text(c["message"])
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+_STATUS_COLOUR = {"passed": "#1a7f37", "partial": "#9a6700", "failed": "#cf222e", "error": "#cf222e",
+                  "timeout": "#cf222e", "missing": "#57606a", "review": "#8250df", "not-graded": "#57606a"}
+
+
+def feedback_html(name: str, rec: dict, hints: dict[str, str]) -> str:
+    """One learner's feedback page: each exercise's status, points, the check messages and the hint."""
+    e = html.escape
+    rows = []
+    for ex, m in rec.get("exercises", {}).items():
+        colour = _STATUS_COLOUR.get(m["status"], "#57606a")
+        checks = "".join(
+            f"<li><code>{e(cid.split('/', 1)[-1])}</code>{' (hidden)' if c.get('hidden') else ''}: "
+            f"<b>{c['points']}/{c['max']}</b> {e(c['status'])}"
+            f"{'' if c['status'] == 'passed' else ' — ' + e(terminal(c['message']))}</li>"
+            for cid, c in m.get("checks", {}).items())
+        hint = hints.get(ex, "")
+        rows.append(
+            f"<section><h2><code>{e(ex)}</code> <span style='color:{colour}'>{m['points']}/{m['max']} {e(m['status'])}"
+            f"</span>{' <small>(' + str(m['open']) + ' not graded here)</small>' if m.get('open') else ''}</h2>"
+            f"<p>{e(terminal(m['message']))}</p><ul>{checks}</ul>"
+            + (f"<details><summary>Hint</summary><p>{e(hint)}</p></details>" if hint and m["status"] != "passed" else "")
+            + "</section>")
+    notes = "".join(f"<li>{e(terminal(n))}</li>" for n in rec.get("notes", []))
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+            f"<title>Feedback: {e(terminal(name))}</title><style>body{{font-family:system-ui,sans-serif;max-width:50em;"
+            "margin:2em auto;padding:0 1em;line-height:1.45}section{border-top:1px solid #d0d7de;padding:.4em 0}"
+            "h2{font-size:1.1em}code{background:#f6f8fa;padding:0 .2em}</style></head><body>"
+            f"<h1>Feedback for {e(terminal(name))}</h1>"
+            f"<p><b>{rec.get('total', 0)}/{rec.get('max', 0)}</b> points"
+            + (f" ({rec['open']} not graded on this machine)" if rec.get("open") else "") + "</p>"
+            + (f"<ul>{notes}</ul>" if notes else "") + "".join(rows) + "</body></html>\n")

@@ -1,0 +1,152 @@
+"""A static look at an answer for code that touches the grading machinery: such answers need a human's review.
+
+The verdict never depends on the learner's kernel (see ``verdict``), so these flags are a second line: they catch
+answers that try to change how the kernel runs the checks, read files or processes, or patch the course's code.
+A flagged exercise earns nothing until an instructor clears it (``--allow-reviewed``). Each flag names the line.
+"""
+
+from __future__ import annotations
+
+import ast
+
+# Modules an answer has no business importing in this course: the interpreter's and IPython's internals, the
+# operating system, processes, files, the network, the grader.
+MODULES = {
+    "sys", "os", "posix", "nt", "subprocess", "signal", "ctypes", "_ctypes", "cffi", "gc", "inspect", "importlib",
+    "builtins", "__builtin__", "threading", "_thread", "multiprocessing", "concurrent", "socket", "ssl", "asyncio",
+    "pathlib", "shutil", "glob", "io", "_io", "tempfile", "fcntl", "resource", "pty", "tty", "mmap", "atexit",
+    "faulthandler", "code", "codeop", "marshal", "pickle", "dill", "cloudpickle", "types", "traceback", "linecache",
+    "runpy", "pkgutil", "zipimport", "sysconfig", "site", "IPython", "ipykernel", "jupyter_client", "jupyter_core",
+    "nbformat", "nbclient", "zmq", "tornado", "graphcourse", "weakref", "urllib", "http", "requests", "pdb", "bdb",
+    "trace", "dis", "ast", "tokenize", "select", "selectors", "pwd", "grp", "psutil", "sched", "webbrowser",
+}
+# graphcourse pieces an answer may use (the lessons' helpers), when an exercise asks for them
+ALLOWED_SUBMODULES = {"graphcourse.teaching", "graphcourse.gpu"}
+NAMES = {
+    "eval": "evaluates a string as code", "exec": "executes a string as code", "compile": "compiles a string as code",
+    "__import__": "imports by name at run time", "globals": "reaches the kernel's global namespace",
+    "locals": "reads a frame's local names", "vars": "reads an object's namespace",
+    "get_ipython": "reaches IPython, which runs the checks", "__builtins__": "reaches the builtins",
+    "breakpoint": "starts a debugger", "open": "opens files (answers need none)", "setattr": "sets attributes by name",
+    "delattr": "deletes attributes by name", "getattr": "reads attributes by name", "exit": "ends the kernel",
+    "quit": "ends the kernel", "memoryview": "reads raw memory", "input": "waits for keyboard input",
+}
+ATTRS = {
+    "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "gi_frame", "cr_frame", "ag_frame",
+    "tb_frame", "tb_next", "_getframe", "_current_frames", "settrace", "setprofile", "modules", "meta_path",
+    "path_hooks", "addaudithook", "excepthook", "displayhook", "input_transformers_cleanup",
+    "input_transformers_post", "input_transformer_manager", "ast_transformers", "run_cell", "run_cell_async",
+    "run_code", "run_ast_nodes", "register", "unregister", "callbacks", "set_custom_exc", "showtraceback", "kernel", "shell_handlers",
+    "user_ns", "user_global_ns", "kill", "killpg", "_exit", "abort", "fork", "forkpty", "system", "popen",
+    "execv", "execve", "spawn", "setuid", "setsid", "ptrace", "__globals__", "__code__", "__closure__",
+    "__subclasses__", "__bases__", "__mro__", "__dict__", "__class__", "__builtins__", "__import__",
+    "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__", "__loader__", "__spec__",
+    "__defaults__", "__kwdefaults__", "co_code", "replace", "_state", "_end", "_begin", "_baseline",
+}
+# `.replace` is str.replace too: only flagged on code objects (a name ending with co / code)
+PATHS = ("/proc", "/sys", "/dev", "/etc", "/work", "/root", "/home", "/tmp", "solutions", ".ipynb", "..")
+
+
+def scan(source: str) -> list[str]:
+    """Reasons (with line numbers) this answer needs a human's review; empty when none."""
+    lines = "\n".join(l if not l.lstrip().startswith(("%", "!")) else "#" + l for l in source.splitlines())
+    flags: list[str] = []
+    for line in source.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(("%", "!")):
+            flags.append(f"line {source.splitlines().index(line) + 1}: a shell or magic command "
+                         f"({stripped[:40]!r})")
+    try:
+        tree = ast.parse(lines)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return flags  # it will not run either; the verdict says so
+    assigned = _local_names(tree)
+
+    def add(node, what):
+        flags.append(f"line {getattr(node, 'lineno', '?')}: {what}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if _bad_module(a.name):
+                    add(node, f"imports {a.name}")
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                add(node, "a relative import")
+            elif _bad_module(mod):
+                add(node, f"imports from {mod}")
+            for a in node.names:
+                if a.name in NAMES or a.name in ATTRS:
+                    add(node, f"imports {a.name} ({NAMES.get(a.name, 'grading machinery')})")
+        elif isinstance(node, ast.Name) and node.id in NAMES and node.id not in assigned:
+            add(node, f"uses {node.id} ({NAMES[node.id]})")
+        elif isinstance(node, ast.Attribute):
+            if node.attr in ATTRS and not (node.attr == "replace" and not _codeish(node.value)):
+                add(node, f"uses .{node.attr}")
+            elif node.attr in NAMES and node.attr not in ("open",):
+                add(node, f"uses .{node.attr}")
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                root = _root(node)
+                if root is None or root not in assigned:
+                    add(node, f"changes {ast.unparse(node)[:60]}, which the answer did not create "
+                              "(patching the course's code or a module)")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and isinstance(node, ast.Global):
+            for n in node.names:
+                if n not in assigned:
+                    add(node, f"declares global {n}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            for p in PATHS:
+                if p in text and _pathish(text):
+                    add(node, f"names a path ({text[:40]!r})")
+                    break
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
+                "__eq__", "__ne__", "__hash__", "__bool__", "__instancecheck__", "__subclasscheck__", "__getattr__",
+                "__getattribute__", "__del__", "__init_subclass__", "__class_getitem__", "__set_name__"):
+            add(node, f"defines {node.name} (an object that compares or behaves unlike plain data)")
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                if isinstance(base, ast.Name) and base.id in ("int", "float", "str", "list", "dict", "tuple", "bool",
+                                                              "type", "BaseException", "Exception", "SystemExit",
+                                                              "KeyboardInterrupt", "AssertionError"):
+                    add(node, f"subclasses {base.id}")
+            for kw in node.keywords:
+                if kw.arg == "metaclass":
+                    add(node, "uses a metaclass")
+    return list(dict.fromkeys(flags))
+
+
+def _bad_module(name: str) -> bool:
+    if name in ALLOWED_SUBMODULES:
+        return False
+    top = name.split(".")[0]
+    return top in MODULES or name.startswith("toygraph._")
+
+
+def _codeish(node) -> bool:
+    text = ast.unparse(node)
+    return text.endswith(("__code__", "co", "code"))
+
+
+def _pathish(text: str) -> bool:
+    return "/" in text or "\\" in text or text.endswith(".ipynb") or text == "solutions"
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _local_names(tree) -> set[str]:
+    """Names the answer itself binds (parameters, assignments, loop variables, defs), anywhere in it."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names

@@ -1,0 +1,359 @@
+"""Self-check for learners: which of an exercise's visible checks match the model answer, never the expected values.
+
+In the exercise notebook, after running an answer::
+
+    from graphcourse.selfcheck import check
+    check("ex03")            # one exercise (its id, or a prefix such as "ex03"); check() for all of them
+
+From a terminal (nbval runs the whole notebook; this plugin names every check by exercise and check)::
+
+    make check NB=my-work/06_exercises.ipynb
+    # = pytest -p graphcourse.selfcheck --nbval-lax --nbval-current-env my-work/06_exercises.ipynb
+
+How it knows without showing the answers: ``python -m graphcourse.selfcheck --record`` runs the model answers in
+solutions/ on the visible checks' inputs (seed 0, the same inputs a learner's notebook draws) and writes, for every
+visible check, a salted SHA-256 of each observation into ``exercises/selfcheck.json``. A self-check runs the
+course's own (pristine) check cells in the learner's kernel, hashes what it observes the same way and compares.
+Floats are compared to 6 significant digits. It is a self-check, not a grade: the grader also runs hidden checks
+on inputs drawn anew for every grading run, confined, and compares plain observations with the model's.
+The hashes hide the values from plain sight only; a learner who brute-forces a hash of a small answer learns the
+answer to one visible input, which earns nothing at grading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+
+from .build_exercises import EXERCISES_DIR, SOLUTIONS_DIR, solution_paths
+
+DATA_NAME = "selfcheck.json"
+SALT = "graphcourse-selfcheck-v1"
+CUDA_NOTE = "not checked here: needs a CUDA GPU (the grader runs it where one is)"
+
+
+# --- what the checks are ------------------------------------------------------------------------
+
+def _meta(cell) -> dict:
+    g = cell.get("metadata", {}).get("graphcourse")
+    return g if isinstance(g, dict) else {}
+
+
+def check_cells(nb: nbformat.NotebookNode) -> list[dict]:
+    """Every visible check cell of a notebook: {id, exercise, name, points, needs, source}, in notebook order."""
+    from .build_exercises import layout_of
+
+    out = []
+    layout = layout_of(nb)
+    for ex in layout.exercises:
+        for k, i in enumerate(ex.checks, 1):
+            cell = nb.cells[i]
+            spec = _meta(cell).get("check") if isinstance(_meta(cell).get("check"), dict) else {}
+            if spec.get("hidden"):
+                continue
+            name = spec.get("name") or f"check-{k}"
+            out.append({"id": f"{ex.id}/{name}", "exercise": ex.id, "name": name, "points": spec.get("points", 1),
+                        "needs": list(spec.get("needs", [])), "source": cell.source, "cell_id": cell.get("id")})
+    return out
+
+
+def _course_notebooks(folder: Path) -> list[Path]:
+    return sorted(p for p in Path(folder).glob("*.ipynb") if not p.name.startswith("."))
+
+
+def pristine_checks(folder: Path = EXERCISES_DIR) -> dict[str, dict]:
+    """check id -> check, from the course's own exercises/ (what the learner's copy started as)."""
+    out = {}
+    for path in _course_notebooks(folder):
+        for c in check_cells(nbformat.read(path, as_version=4)):
+            out[c["id"]] = c
+    return out
+
+
+# --- hashing ---------------------------------------------------------------------------------------
+
+def _canonical(value):
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    return value
+
+
+def digest(check_id: str, key: str, record: dict) -> str:
+    """The salted hash of one observation (its value or the exception it raised), tolerance-free."""
+    body = {k: v for k, v in record.items() if k != "tol"}
+    text = json.dumps(_canonical(body), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(f"{SALT}\0{check_id}\0{key}\0{text}".encode()).hexdigest()
+
+
+# --- running checks -------------------------------------------------------------------------------
+
+def _observe_module():
+    from .grading import observe as module
+
+    return module
+
+
+def run_check(c: dict, namespace: dict, quiet: bool = True) -> tuple[dict, dict, str | None]:
+    """Run one check cell's source in namespace: (observations, hints, error text or None)."""
+    module = _observe_module()
+    module.inputs._seed(module.SELF_CHECK_SEED, c["id"], hidden=False)
+    module.observe.label(c["id"])
+    module.observe.recorded().pop(c["id"], None)
+    error = None
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+            exec(compile(c["source"], f"<check {c['id']}>", "exec"), namespace)
+    except Exception as exc:  # the learner's code broke the check: say what, keep going
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        module.observe.label("notebook")
+    obs = dict(module.observe.recorded().get(c["id"], {}))
+    hints = {k: v for k, v in module.observe.hints().items() if k in obs}
+    return obs, hints, error
+
+
+def verdict(c: dict, expected: dict | None, obs: dict, hints: dict, error: str | None) -> tuple[str, list[str]]:
+    """("passed" | "differs" | "error" | "not checked", reasons) for one check."""
+    if "cuda" in c.get("needs", []) and not _cuda():
+        return "not checked", [CUDA_NOTE]
+    if expected is None:
+        return "not checked", ["no recorded model observations for this check (run `python -m graphcourse.selfcheck "
+                               "--record` in the course)"]
+    if error is not None:
+        return "error", [f"the check could not finish: {error}"]
+    reasons = []
+    for key, want in expected.items():
+        if key not in obs:
+            reasons.append(f"{key}: nothing was observed (did an earlier step fail?)")
+        elif digest(c["id"], key, obs[key]) != want:
+            got = obs[key]
+            what = (f"raised {got['raised']}" if "raised" in got else
+                    f"returned a {got['value']['unplain']}, not plain data" if isinstance(got.get("value"), dict)
+                    and "unplain" in got["value"] else "differs from the model answer")
+            if "raised" in got and got["raised"] == "NotImplementedError":
+                what = "not answered yet (NotImplementedError)"
+            reasons.append(f"{key}: {what}" + (f". {hints[key]}" if hints.get(key) else ""))
+    extra = [k for k in obs if k not in expected]
+    if extra:
+        reasons.append(f"observed {len(extra)} thing(s) the model answer does not (e.g. {extra[0]!r})")
+    return ("passed" if not reasons else "differs"), reasons
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def load_expected(folder: Path = EXERCISES_DIR) -> dict[str, dict]:
+    path = Path(folder) / DATA_NAME
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8")).get("checks", {})
+
+
+def _user_namespace() -> dict:
+    with contextlib.suppress(Exception):
+        shell = get_ipython()  # type: ignore[name-defined]  # noqa: F821 (defined inside IPython only)
+        if shell is not None:
+            return shell.user_ns
+    return sys.modules["__main__"].__dict__
+
+
+def check(exercise: str | None = None, *, namespace: dict | None = None, folder: Path = EXERCISES_DIR) -> dict:
+    """Run the visible checks of one exercise (or all) here; print, per check, whether it matches the model answer.
+
+    Returns {check id: (status, reasons)}. Never shows an expected value."""
+    checks = pristine_checks(folder)
+    chosen = [c for c in checks.values() if exercise is None or c["exercise"] == exercise
+              or c["exercise"].startswith(f"{exercise}_") or c["exercise"] == exercise.rstrip("_")]
+    if not chosen:
+        ids = sorted({c["exercise"] for c in checks.values()})
+        print(f"no exercise {exercise!r} here: try one of {', '.join(ids)}")
+        return {}
+    expected = load_expected(folder)
+    ns = namespace if namespace is not None else _user_namespace()
+    results: dict[str, tuple[str, list[str]]] = {}
+    current = None
+    for c in chosen:
+        if c["exercise"] != current:
+            current = c["exercise"]
+            print(current)
+        obs, hints, error = run_check(c, ns)
+        status, reasons = verdict(c, expected.get(c["id"], {}).get("expect"), obs, hints, error)
+        results[c["id"]] = (status, reasons)
+        mark = {"passed": "PASS", "differs": "FAIL", "error": "FAIL", "not checked": "----"}[status]
+        print(f"  {mark} {c['name']} ({c['points']} point{'s' * (c['points'] != 1)})")
+        for r in reasons[:4]:
+            print(f"       {r}")
+        if len(reasons) > 4:
+            print(f"       ... and {len(reasons) - 4} more")
+    got = sum(checks[i]["points"] for i, (s, _) in results.items() if s == "passed")
+    top = sum(checks[i]["points"] for i, (s, _) in results.items() if s != "not checked")
+    print(f"visible checks matching the model answer: {got} of {top} points (the grader adds hidden checks)")
+    return results
+
+
+# --- recording the model's observations -------------------------------------------------------------
+
+def record(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR) -> Path:
+    """Run the model answers on the visible checks (in this process) and write the hashes of what they observe."""
+    data = {"salt": SALT, "note": "Written by `python -m graphcourse.selfcheck --record`: salted hashes of the "
+                                  "model answer's observations on the visible checks. Do not edit.", "checks": {}}
+    from .build_exercises import layout_of
+
+    for path in solution_paths(solutions_dir):
+        nb = nbformat.read(path, as_version=4)
+        checks = {c["cell_id"]: c for c in check_cells(nb)}
+        graded = {i for ex in layout_of(nb, path.name).exercises for i in ex.checks}
+        ns: dict = {"__name__": "__main__"}
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            c = checks.get(cell.get("id"))
+            if c is None and i in graded:
+                continue  # a hidden check: the self-check never sees it
+            if c is None:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(cell.source, f"<{path.name} cell {i + 1}>", "exec"), ns)
+                continue
+            obs, _, error = run_check(c, ns)
+            if error:
+                raise RuntimeError(f"the model answer fails check {c['id']}: {error}")
+            expect = {k: digest(c["id"], k, v) for k, v in obs.items()}
+            data["checks"][c["id"]] = {"points": c["points"], "needs": c["needs"],
+                                       "expect": None if "cuda" in c["needs"] and not obs else expect}
+    target = Path(out_dir) / DATA_NAME
+    target.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return target
+
+
+# --- the pytest plugin (make check) ----------------------------------------------------------------------
+
+_PLUGIN_STATE: dict = {"results": {}}
+
+
+def _wrap(check_id: str, source: str) -> str:
+    return (f"import graphcourse.selfcheck as __selfcheck\n__selfcheck._begin({check_id!r})\n"
+            f"try:\n    exec(compile({source!r}, {f'<check {check_id}>'!r}, 'exec'), globals())\n"
+            f"finally:\n    __selfcheck._end({check_id!r})\n__selfcheck._verify({check_id!r})\n")
+
+
+_CURRENT: dict = {}
+
+
+def _begin(check_id: str) -> None:
+    module = _observe_module()
+    module.inputs._seed(module.SELF_CHECK_SEED, check_id, hidden=False)
+    module.observe.label(check_id)
+    module.observe.recorded().pop(check_id, None)
+
+
+def _end(check_id: str) -> None:
+    _observe_module().observe.label("notebook")
+
+
+def _verify(check_id: str) -> None:
+    """Inside the learner's kernel (make check): raise AssertionError with the reasons when the check differs."""
+    module = _observe_module()
+    c = pristine_checks().get(check_id, {"id": check_id, "needs": []})
+    obs = dict(module.observe.recorded().get(check_id, {}))
+    hints = {k: v for k, v in module.observe.hints().items() if k in obs}
+    status, reasons = verdict(c, load_expected().get(check_id, {}).get("expect"), obs, hints, None)
+    if status == "not checked":
+        print(f"{check_id}: {'; '.join(reasons)}")
+        return
+    if status != "passed":
+        raise AssertionError(f"{check_id} differs from the model answer:\n  " + "\n  ".join(reasons))
+    print(f"{check_id}: matches the model answer")
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Name nbval's cell items by exercise and check, and run the course's own check cells with a verdict."""
+    checks = pristine_checks()
+    by_cell_id = {c["cell_id"]: c for c in checks.values() if c.get("cell_id")}
+    for item in items:
+        cell = getattr(item, "cell", None)
+        if cell is None:
+            continue
+        meta = _meta(cell)
+        ex, role = meta.get("exercise"), meta.get("role")
+        spec = meta.get("check") if isinstance(meta.get("check"), dict) else {}
+        path = item.nodeid.split("::")[0]
+        c = None
+        if role == "check" and ex:
+            c = checks.get(f"{ex}/{spec.get('name')}") if spec.get("name") else None
+            c = c or by_cell_id.get(cell.get("id"))
+        if c is not None:
+            new = nbformat.from_dict(dict(cell))
+            new.source = _wrap(c["id"], c["source"])
+            item.cell = new
+            item._nodeid = f"{path}::{c['id']}"
+            _PLUGIN_STATE["results"].setdefault(c["exercise"], {})[c["name"]] = None
+            item.user_properties.append(("check", c["id"]))
+        elif role == "answer" and ex:
+            item._nodeid = f"{path}::{ex}/your answer"
+        elif role == "context" and ex:
+            item._nodeid = f"{path}::{ex}/given cell"
+        elif role == "setup":
+            item._nodeid = f"{path}::set-up"
+
+
+def pytest_runtest_logreport(report) -> None:
+    for key, value in getattr(report, "user_properties", []):
+        if key == "check" and report.when == "call":
+            ex, name = value.split("/", 1)
+            _PLUGIN_STATE["results"].setdefault(ex, {})[name] = report.outcome
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    results = _PLUGIN_STATE["results"]
+    if not results:
+        return
+    checks = pristine_checks()
+    tr = terminalreporter
+    tr.section("self-check: visible checks per exercise")
+    total = top = 0
+    for ex in sorted(results):
+        parts = []
+        for name, outcome in results[ex].items():
+            points = checks.get(f"{ex}/{name}", {}).get("points", 1)
+            mark = {"passed": "ok", "failed": "FAIL", None: "not run"}.get(outcome, outcome)
+            parts.append(f"{name} {mark}")
+            top += points
+            total += points if outcome == "passed" else 0
+        tr.write_line(f"{ex}: " + ", ".join(parts))
+    tr.write_line(f"{total} of {top} visible points match the model answer (a check that needs a CUDA GPU passes "
+                  "here without being checked; the grader adds hidden checks)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.selfcheck", description=__doc__.splitlines()[0])
+    parser.add_argument("--record", action="store_true",
+                        help="run the model answers and write exercises/selfcheck.json (course maintainers)")
+    parser.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR)
+    parser.add_argument("--out", type=Path, default=EXERCISES_DIR)
+    args = parser.parse_args(argv)
+    if not args.record:
+        parser.print_help()
+        return 0
+    print(f"wrote {record(args.solutions, args.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Build the adversarial class: hostile learners (tests/adversarial/learners/*.py), broken notebooks, honest classmates.
+
+Each hostile learner is the exercises/ copy of the solutions notebook with
+* the model answer in the exercises its header calls honest (its "honest part"), and
+* its attack code (after the shared prelude.py) in the answer cells its header names,
+* the untouched stub everywhere else.
+A header looks like::
+
+    # attack: what a student tries, in one line
+    # honest: ex01_bucket_picker | all | none | all-but:ex02_keep_outputs
+    # where: others | ex02_keep_outputs | append:ex01_bucket_picker
+    # later: full        (optional: the honest exercises after the attack must still earn full marks)
+
+``@@RUN_ID@@`` in the code becomes the run's marker: every process an attack starts carries it in its
+command line or environment, so the test can tell whether one outlived the grader, and end it.
+``@@EXERCISE@@`` becomes the id of the exercise whose answer cell holds the code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from graphcourse import build_exercises as be
+
+HERE = Path(__file__).resolve().parent
+LEARNERS = HERE / "learners"
+SOLUTION = be.solution_paths(be.SOLUTIONS_DIR)[0]
+
+
+@dataclass
+class Learner:
+    name: str
+    kind: str  # "honest", "hostile" or "invalid"
+    attack: str
+    honest: set[str] = field(default_factory=set)  # exercises answered with the model answer
+    later: set[str] = field(default_factory=set)  # honest exercises after the attack that must keep full marks
+    path: Path | None = None
+
+
+def exercises() -> list[be.Exercise]:
+    return be.layout_of(nbformat.read(SOLUTION, as_version=4), SOLUTION.name).exercises
+
+
+def model_answers() -> dict[str, str]:
+    nb = nbformat.read(SOLUTION, as_version=4)
+    return {ex.id: nb.cells[ex.answer].source for ex in exercises()}
+
+
+def learner_copy(answers: dict[str, str]) -> nbformat.NotebookNode:
+    """The exercises/ copy with these answers written in (the stub stays where none is given)."""
+    nb = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("graphcourse", {})
+        if meta.get("role") == "answer" and meta.get("exercise") in answers:
+            cell.source = answers[meta["exercise"]]
+    return nb
+
+
+def parse_header(text: str) -> dict[str, str]:
+    head = {}
+    for line in text.splitlines():
+        if not line.startswith("# ") or ":" not in line:
+            break
+        key, _, value = line[2:].partition(":")
+        head[key.strip()] = value.strip()
+    return head
+
+
+def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
+    text = path.read_text(encoding="utf-8")
+    head = parse_header(text)
+    ids = [ex.id for ex in exercises()]
+    honest_spec, where = head["honest"], head["where"]
+    if honest_spec == "all":
+        honest = set(ids)
+    elif honest_spec == "none":
+        honest = set()
+    elif honest_spec.startswith("all-but:"):
+        honest = set(ids) - {honest_spec.split(":", 1)[1]}
+    else:
+        honest = set(honest_spec.split())
+    assert honest <= set(ids), (path.name, honest - set(ids))
+    prelude = (HERE / "prelude.py").read_text(encoding="utf-8")
+    model = model_answers()
+    answers = {ex: model[ex] for ex in honest}
+
+    def code(ex: str) -> str:
+        return (prelude + "\n\n" + text).replace("@@RUN_ID@@", run_id).replace("@@EXERCISE@@", ex)
+
+    if where == "others":
+        targets = [ex for ex in ids if ex not in honest]
+        for ex in targets:
+            answers[ex] = code(ex)
+    elif where.startswith("append:"):
+        ex = where.split(":", 1)[1]
+        targets = [ex]
+        answers[ex] = answers.get(ex, "") + "\n\n" + code(ex)
+    else:
+        targets = [where]
+        answers[where] = code(where)
+    first = min(ids.index(t) for t in targets)
+    later = {ex for ex in ids[first + 1:] if ex in honest} if head.get("later") == "full" else set()
+    # points the honest part may earn: an exercise whose answer cell also holds attack code is not honest
+    honest_part = honest if where.startswith("append:") else honest - set(targets)
+    learner = Learner(path.stem, "hostile", head["attack"], honest_part, later)
+    return learner, learner_copy(answers)
+
+
+def invalid_notebooks() -> dict[str, tuple[str, bytes]]:
+    """name -> (what is wrong, the bytes of the file): notebooks a grader must report, never choke on."""
+    good = be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name]
+    nb = json.loads(good)
+    wrong_tags = json.loads(good)
+    for c in wrong_tags["cells"]:
+        c.setdefault("metadata", {})["tags"] = 7
+    wrong_meta = json.loads(good)
+    for c in wrong_meta["cells"]:
+        c["metadata"]["graphcourse"] = ["not", "a", "dict"]
+    source_int = json.loads(good)
+    for c in source_int["cells"]:
+        c["source"] = 12345
+    cells_dict = dict(nb, cells={"0": nb["cells"][0]})
+    deep = "[" * 100_000 + "]" * 100_000
+    return {
+        "invalid_tags_int": ("an integer where a tag list belongs", json.dumps(wrong_tags).encode()),
+        "invalid_meta_list": ("metadata.graphcourse is a list", json.dumps(wrong_meta).encode()),
+        "invalid_source_int": ("every cell's source is an integer", json.dumps(source_int).encode()),
+        "invalid_cells_dict": ("cells is a dict, not a list", json.dumps(cells_dict).encode()),
+        "invalid_utf16": ("the notebook saved as UTF-16", good.encode("utf-16")),
+        "invalid_binary": ("binary garbage", bytes(range(256)) * 64),
+        "invalid_deep": ("JSON nested 100000 deep", deep.encode()),
+        "invalid_empty": ("an empty file", b""),
+        "invalid_truncated": ("a truncated notebook", good.encode()[: len(good) // 2]),
+        "invalid_not_object": ("JSON that is a list, not an object", b"[1, 2, 3]"),
+    }
+
+
+HONEST_NAMES = {  # honest classmates, some with names a terminal or a spreadsheet would misread
+    "honest_alice": "plain",
+    "=HYPERLINK(\"http:__evil\",\"click\")": "a spreadsheet formula",
+    "-2+3": "a leading minus",
+    "\x1b[31mred\x1b[0m\x1b]0;title\x07": "terminal escape sequences",
+    "<b>bold</b>&amp;": "HTML",
+}
+
+
+def build(root: Path, run_id: str, only: list[str] | None = None) -> dict[str, Learner]:
+    """Write the class into root (one folder per learner); return what each learner is."""
+    learners: dict[str, Learner] = {}
+    ids = {ex.id for ex in exercises()}
+
+    def save(learner: Learner, nb: nbformat.NotebookNode | bytes) -> None:
+        folder = root / learner.name
+        folder.mkdir(parents=True)
+        learner.path = folder / SOLUTION.name
+        if isinstance(nb, bytes):
+            learner.path.write_bytes(nb)
+        else:
+            nbformat.write(nb, learner.path)
+        learners[learner.name] = learner
+
+    for name, what in HONEST_NAMES.items():
+        save(Learner(name, "honest", f"an honest classmate, named with {what}", set(ids)), learner_copy(model_answers()))
+    for path in sorted(LEARNERS.glob("*.py")):
+        if only is not None and path.stem not in only:
+            continue
+        learner, nb = hostile(path, run_id)
+        save(learner, nb)
+    for name, (what, data) in invalid_notebooks().items():
+        if only is not None and name not in only:
+            continue
+        save(Learner(name, "invalid", what), data)
+    return learners

@@ -1,0 +1,156 @@
+"""Every shipped wrong answer earns nothing for the checks it targets; the model answers earn full marks; a stub earns
+nothing on a CPU grader.
+
+tests/wrong_answers/EXERCISE/NAME.py is an answer cell that embodies one misconception (its header says which, where
+the course teaches it, and which checks must catch it). Each becomes one learner: the exercises/ copy with that answer
+in its exercise (the other exercises left as the stub). The whole class, with the model answers and an untouched
+copy, is graded once, by the real grader's command line (`python -m graphcourse.grade`), with hidden inputs drawn
+anew for the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "adversarial"))
+import classroom  # noqa: E402  (tests/adversarial/classroom.py: learner copies of the exercises notebook)
+
+WRONG = HERE / "wrong_answers"
+
+
+def header(path: Path) -> dict[str, str]:
+    return classroom.parse_header(path.read_text(encoding="utf-8"))
+
+
+def wrong_answers() -> list[Path]:
+    return sorted(WRONG.glob("ex*/*.py"))
+
+
+def learner_name(path: Path) -> str:
+    return f"{path.parent.name}--{path.stem}"
+
+
+def check_names() -> dict[str, set[str]]:
+    """exercise id -> names of its checks (visible and hidden), from solutions/."""
+    nb = nbformat.read(classroom.SOLUTION, as_version=4)
+    out: dict[str, set[str]] = {}
+    for ex in classroom.exercises():
+        for k, i in enumerate(ex.checks, 1):
+            spec = nb.cells[i].metadata.get("graphcourse", {}).get("check", {})
+            if spec.get("points", 1):
+                out.setdefault(ex.id, set()).add(spec.get("name") or f"check-{k}")
+    return out
+
+
+# --- the files themselves (fast) ---------------------------------------------------------------------
+
+def test_every_exercise_has_at_least_three_wrong_answers_each_saying_what_it_gets_wrong():
+    names = check_names()
+    by_exercise: dict[str, list[Path]] = {}
+    for path in wrong_answers():
+        assert path.parent.name in names, f"{path}: no exercise {path.parent.name} in solutions/"
+        head = header(path)
+        assert {"misconception", "source", "targets"} <= set(head), (path, head)
+        assert len(head["misconception"]) > 20, path
+        targets = head["targets"].split()
+        assert targets and set(targets) <= names[path.parent.name], (path, targets, names[path.parent.name])
+        compile(path.read_text(encoding="utf-8"), str(path), "exec")
+        by_exercise.setdefault(path.parent.name, []).append(path)
+    for ex in names:
+        assert len(by_exercise.get(ex, [])) >= 3, f"{ex} needs at least three wrong answers, has {by_exercise.get(ex)}"
+
+
+def test_the_readme_tables_every_wrong_answer():
+    readme = (WRONG / "README.md").read_text(encoding="utf-8")
+    for path in wrong_answers():
+        assert f"`{path.stem}`" in readme, f"tests/wrong_answers/README.md does not list {path.parent.name}/{path.stem}"
+
+
+def test_no_check_prints_an_expected_answer_in_plain_sight():
+    """Check cells hold no expected values: no `assert ... ==`, no table of answers (ex05's were in plain sight)."""
+    nb = nbformat.read(classroom.SOLUTION, as_version=4)
+    for ex in classroom.exercises():
+        for i in ex.checks:
+            source = nb.cells[i].source
+            assert not re.search(r"^\s*assert\b", source, re.M), (ex.id, source[:200])
+            assert "_EXPECTED" not in source and "launch-bound" not in source and "compute-bound" not in source, ex.id
+    learner = (classroom.be.EXERCISES_DIR / classroom.SOLUTION.name).read_text(encoding="utf-8")
+    for answer in ("'communication-bound')", '"communication-bound")', "(False, 'out of memory')"):
+        assert answer not in learner
+
+
+# --- graded by the real grader (one run for the whole class) --------------------------------------------
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("wrong-class")
+    model = classroom.model_answers()
+    learners = {"model-answers": classroom.learner_copy(model), "untouched-copy": classroom.learner_copy({})}
+    for path in wrong_answers():
+        learners[learner_name(path)] = classroom.learner_copy({path.parent.name: path.read_text(encoding="utf-8")})
+    for name, nb in learners.items():
+        (root / name).mkdir()
+        nbformat.write(nb, root / name / classroom.SOLUTION.name)
+    out = tmp_path_factory.mktemp("wrong-out")
+    report = out / "grades.json"
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(root), "--report", str(report), "--quiet",
+                           "--jobs", str(min(2, os.cpu_count() or 1))],
+                          capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(report.read_text(encoding="utf-8"))
+    return data
+
+
+def _ex(data, learner, ex_id):
+    return data["learners"][learner]["exercises"][ex_id]
+
+
+@pytest.mark.slow
+def test_the_model_answers_earn_every_point_graded_here(graded):
+    rec = graded["learners"]["model-answers"]
+    for ex_id, mark in rec["exercises"].items():
+        assert mark["points"] + mark.get("open", 0) == mark["max"] > 0, (ex_id, mark)
+        for check_id, c in mark["checks"].items():
+            assert c["status"] in ("passed", "not-graded"), (check_id, c)
+            if c["status"] == "not-graded":
+                assert "needs a CUDA GPU" in c["message"], c
+
+
+@pytest.mark.slow
+def test_an_untouched_copy_earns_nothing_on_a_cpu_grader(graded):
+    rec = graded["learners"]["untouched-copy"]
+    assert rec["total"] == 0, {ex: m["points"] for ex, m in rec["exercises"].items() if m["points"]}
+    for ex_id, mark in rec["exercises"].items():
+        assert mark["points"] == 0 and mark["status"] != "passed", (ex_id, mark)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", wrong_answers(), ids=learner_name)
+def test_a_wrong_answer_earns_nothing_for_the_checks_it_targets(graded, path):
+    ex_id = path.parent.name
+    mark = _ex(graded, learner_name(path), ex_id)
+    for name in header(path)["targets"].split():
+        check = mark["checks"][f"{ex_id}/{name}"]
+        assert check["points"] == 0 and check["status"] != "passed", (name, check)
+    assert mark["points"] < mark["max"] - mark.get("open", 0), mark
+    assert mark["status"] != "passed"
+    others = [m["points"] for e, m in graded["learners"][learner_name(path)]["exercises"].items() if e != ex_id]
+    assert sum(others) == 0, "a stub in the other exercises earned points"
+
+
+@pytest.mark.slow
+def test_failed_checks_teach_without_giving_the_value(graded):
+    """A failed check's message carries the check's hint, not the model's observation."""
+    path = WRONG / "ex05_diagnose_profiles" / "graph_fixes_oom.py"
+    mark = _ex(graded, learner_name(path), "ex05_diagnose_profiles")
+    message = json.dumps(mark)
+    assert "memory first" in message

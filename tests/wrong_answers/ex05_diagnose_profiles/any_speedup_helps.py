@@ -1,0 +1,16 @@
+# misconception: any predicted speedup above 1x is worth a graph (the threshold does not matter)
+# source: the exercise's rule: a graph helps at 1.2x or more
+# targets: diagnosis
+def profile_speedup(p):
+    work = [p["kernel_us"]] * p["kernels"] + ([p["comm_us"]] if p["comm_us"] else [])
+    return predicted_speedup(work, cost=H200_COSTS.with_(launch_us=p["launch_us"]))
+
+
+def diagnose(p):
+    if p["memory_used"] + p["graph_pool"] > 1.0:
+        return False, "out of memory"
+    if profile_speedup(p) > 1.0:
+        return True, "launch-bound"
+    if p["comm_us"] >= p["kernels"] * p["kernel_us"]:
+        return False, "communication-bound"
+    return False, "compute-bound"
