@@ -236,7 +236,12 @@ def _trees_pool_bytes(graph_pool_bytes: Callable[[Any], dict[str, int]]) -> dict
         from torch._inductor import cudagraph_trees
 
         manager = cudagraph_trees.get_manager(0, create_if_none_exists=False)
-        return {} if manager is None else graph_pool_bytes(manager.cuda_graphs_pool)
+        if manager is None:
+            return {}
+        pool = getattr(manager, "cuda_graphs_thread_pool", None)  # its name in torch 2.4 to 2.13
+        if pool is None:
+            return {"pool_bytes_error": "CUDAGraphTreeManager has no cuda_graphs_thread_pool in this torch"}
+        return graph_pool_bytes(pool)
     except Exception as exc:  # an internal that moved: say so in the data rather than fail the run
         return {"pool_bytes_error": f"{type(exc).__name__}: {exc}"[:200]}
 

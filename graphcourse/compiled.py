@@ -27,6 +27,7 @@ __all__ = [
     "StandInOutput",
     "compiled_loop_step",
     "eager_loop_step",
+    "graph_partition_flag",
     "mark_static",
     "own_code_object",
     "parse_demo_output",
@@ -48,6 +49,18 @@ def mark_static(*tensors: Any) -> None:
 
     for t in tensors:
         torch._dynamo.mark_static_address(t)
+
+
+def graph_partition_flag() -> bool | None:
+    """``torch._inductor.config.graph_partition`` of the installed torch (None where it has no such flag).
+
+    When it is on, Inductor splits a graph around CPU ops and graphs the CUDA partitions, so a CPU
+    tensor no longer makes reduce-overhead skip CUDA graphs (``check_multiple_devices_or_any_cpu_nodes``
+    in ``torch/_inductor/cudagraph_utils.py``); mutated inputs that are not static still do.
+    """
+    import torch._inductor.config as inductor_config
+
+    return getattr(inductor_config, "graph_partition", None)
 
 
 def eager_loop_step(model: Any, cache: Any, tokens: Any, pos: Any) -> Callable[[], Any]:
@@ -222,6 +235,8 @@ if 4 in PARTS:
     for _ in range(3):
         mixed(torch.ones(4, device="cuda"), torch.ones(4))
     result["skip_cpu_tensor"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
+    import torch._inductor.config as inductor_config
+    result["graph_partition"] = getattr(inductor_config, "graph_partition", None)
 
 # 5. the tiny GPT's decode step writing its KV cache in place; compiler caches off, so that
 # the second variant cannot reuse what the first one compiled

@@ -118,8 +118,8 @@ def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str, part
     a, b = rows[path]["us_per_token"], rows[reference]["us_per_token"]
     ratio, lo, hi = a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]
     verdict = ("faster" if hi < 1 else "slower" if lo > 1 else "no difference beyond the run-to-run spread")
-    return (f"batch {batch}: {path_label(path)} / {path_label(reference)} = {ratio:.2f} "
-            f"(range {lo:.2f}-{hi:.2f}): {verdict}")
+    return (f"batch {batch}: {path_label(path)} / {path_label(reference)} = {ratio:.3f} "
+            f"(range {lo:.3f}-{hi:.3f}): {verdict}")
 
 
 def plot_paths(data: dict[str, Any], paths: Sequence[str] | None = None, title: str = "",
@@ -251,8 +251,11 @@ def one_time_cost_lines(data: dict[str, Any]) -> str:
             parts.append(f"default mode compiled in {rows['compiled_default']['compile_s']:.1f} s")
         if "reduce_overhead" in rows:
             ro = rows["reduce_overhead"]
-            parts.append(f"reduce-overhead compiled in {ro['compile_s']:.1f} s, warmed up and recorded in "
-                         f"{ro['warmup_and_record_s'] * 1e3:.0f} ms")
+            memory = (f", CUDAGraph Trees' pool {ro['reserved_bytes'] / 2**20:.0f} MiB" if "reserved_bytes" in ro
+                      else ", its memory not recorded")
+            parts.append(f"reduce-overhead compiled and warmed up (first call) in {ro['compile_s']:.1f} s, "
+                         f"recorded and replayed once (next two calls) in "
+                         f"{ro['warmup_and_record_s'] * 1e3:.0f} ms{memory}")
         if "compiled_graph_k1" in rows:
             parts.append(f"default-mode kernels compiled and captured by hand in "
                          f"{rows['compiled_graph_k1']['compile_and_capture_s']:.1f} s "
@@ -264,6 +267,8 @@ def one_time_cost_lines(data: dict[str, Any]) -> str:
                   rows.get("reduce_overhead", {}).get("part") == "batches" else
                   "compiler caches warm: another process had just compiled the same step")
         lines.append(f"batch {batch}: " + "; ".join(parts) + f" ({caches})")
+    if any(_all_rows(data, batch) for batch in (1, 8)):
+        lines.append("each figure is ONE sample (no repeats, so no spread): read them as orders of magnitude")
     return "\n".join(lines)
 
 
