@@ -12,7 +12,8 @@ memory, an IF-node loop that skips finished sequences, profiler traces of a few 
 Without CUDA it measures nothing and exits with status 2 and a one-line reason.
 
 Sections (``--sections``): paths (this process), compiled_graphs (a child process, so that a crash
-there cannot poison the rest), traces, demos (GRAPHCOURSE_DEMO_PARTS=1,5 re-records some parts only),
+there cannot poison the rest), traces (a child process too), demos (GRAPHCOURSE_DEMO_PARTS=1,5
+re-records some parts only),
 if_node (last: a refused conditional capture could leave the CUDA context unusable). A section that
 fails is recorded as ``<section>_error`` and the others go on.
 """
@@ -20,6 +21,7 @@ fails is recorded as ``<section>_error`` and the others go on.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import platform
@@ -28,7 +30,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 BATCHES = (1, 8)
 KS = (1, 4, 16, 32)
@@ -109,6 +111,16 @@ def _time_run(path: Path_, n: int) -> tuple[float, float, Any]:
     _sync()
     done = time.perf_counter()
     return (done - start) * 1e6 / n, (issued - start) * 1e6 / n, tokens
+
+
+@contextlib.contextmanager
+def _stage(what: str) -> Iterator[None]:
+    """Name the stage in any error raised inside it (each stage ends in a synchronize, so an
+    asynchronous CUDA error surfaces in the stage that caused it, not in a later one)."""
+    try:
+        yield
+    except Exception as exc:
+        raise RuntimeError(f"during {what}: {type(exc).__name__}: {exc}") from exc
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -260,7 +272,8 @@ def bench_batch(batch: int, ks: Sequence[int], compiled_ks: Sequence[int], token
     notes: dict[str, Any] = {}
     paths = build_paths(model, batch, ks, compiled_ks, notes, core=core)
     for p in paths:
-        _time_run(p, tokens)  # warm-up: first replays, allocator, cuBLAS heuristics
+        with _stage(f"the {tokens}-token warm-up of path {p.name!r} at batch {batch}"):
+            _time_run(p, tokens)  # warm-up: first replays, allocator, cuBLAS heuristics
     import torch._dynamo.utils as dynamo_utils
 
     graphs_before = sum(dynamo_utils.counters["stats"].values())
@@ -269,7 +282,8 @@ def bench_batch(batch: int, ks: Sequence[int], compiled_ks: Sequence[int], token
     firsts: dict[str, Any] = {}
     for _ in tqdm(range(repeats), desc=f"batch {batch}", unit="repeat", disable=not show_progress(progress)):
         for p in paths:  # interleaved
-            us, issue_us, toks = _time_run(p, tokens)
+            with _stage(f"timing path {p.name!r} at batch {batch}"):
+                us, issue_us, toks = _time_run(p, tokens)
             per_token[p.name].append(us)
             issue[p.name].append(issue_us)
             firsts.setdefault(p.name, toks.cpu())
@@ -283,7 +297,8 @@ def bench_batch(batch: int, ks: Sequence[int], compiled_ks: Sequence[int], token
                      "tokens_equal_to_eager" if core else "tokens_equal_to_graph_k1": same,
                      "runs_us_per_token": per_token[p.name], "runs_issue_us_per_token": issue[p.name],
                      **notes.get(p.name, {})})
-    kernels = _kernel_counts(model, batch, kernel_profile) if DEVICE == "cuda" and core else {}
+    with _stage(f"counting kernels at batch {batch}"):
+        kernels = _kernel_counts(model, batch, kernel_profile) if DEVICE == "cuda" and core else {}
     return {"batch": batch, "tokens": tokens, "repeats": repeats, "rows": rows, "kernels": kernels,
             "dynamo_stats_change_while_timing": compiles_while_timing}
 
@@ -435,29 +450,40 @@ def targets(data: dict[str, Any]) -> dict[str, Any]:
 
 
 DEFAULT_SECTIONS = ("paths", "compiled_graphs", "traces", "demos", "if_node")
-ALL_SECTIONS = (*DEFAULT_SECTIONS, "compiled_graphs_here")
+ALL_SECTIONS = (*DEFAULT_SECTIONS, "compiled_graphs_here", "traces_here")
 
 
-def _compiled_graphs_in_child(quick: bool, timeout_s: float = 600.0) -> list[dict[str, Any]]:
-    """The compiled-graphs section run by a child Python (its own CUDA context); its rows, or its error."""
+def _section_in_child(here: str, key: str, quick: bool, timeout_s: float = 600.0) -> Any:
+    """Section `here` run by a child Python (its own CUDA context, so an illegal memory access in this
+    process cannot touch it, nor one in it this process); its result under `key`, or its error."""
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "compiled_graphs.json"
-        cmd = [sys.executable, "-m", "graphcourse.bench_decode_paths", "--sections", "compiled_graphs_here",
+        out = Path(tmp) / f"{key}.json"
+        cmd = [sys.executable, "-m", "graphcourse.bench_decode_paths", "--sections", here,
                "--out", str(out), *(["--quick"] if quick else [])]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         if not out.is_file():
             raise RuntimeError(f"the child exited {done.returncode} without results: {done.stderr[-1500:]}")
         child = json.loads(out.read_text())
-    if "compiled_graphs" not in child:
-        raise RuntimeError(child.get("compiled_graphs_error", "the child recorded no compiled_graphs section"))
-    return child["compiled_graphs"]
+    if key not in child:
+        raise RuntimeError(child.get(f"{key}_error", f"the child recorded no {key} section"))
+    return child[key]
 
 
-def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str]) -> dict[str, Any]:
-    """Every section asked for, in one dictionary ready for JSON; a failing section is recorded, not fatal."""
+def _compiled_graphs_in_child(quick: bool, timeout_s: float = 600.0) -> list[dict[str, Any]]:
+    """The compiled-graphs section run by a child Python (its own CUDA context); its rows, or its error."""
+    return _section_in_child("compiled_graphs_here", "compiled_graphs", quick, timeout_s)
+
+
+def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str],
+            after_section: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Every section asked for, in one dictionary ready for JSON; a failing section is recorded, not fatal.
+
+    `after_section` gets the data so far after each section (main writes it out, so a run cut short
+    by a time limit still leaves the sections it finished).
+    """
     from .device_loop import torch_features
 
     start = time.perf_counter()
@@ -471,7 +497,9 @@ def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str]) -> dict[s
     if "compiled_graphs_here" in sections:
         jobs.append(("compiled_graphs", lambda: [bench_batch(b, (), COMPILED_KS, TOKENS, repeats, core=False)
                                                  for b in BATCHES]))
-    if "traces" in sections:
+    if "traces" in sections:  # in a child too: the first GPU runs lost it to the paths' illegal memory access
+        jobs.append(("traces", lambda: _section_in_child("traces_here", "traces", quick, timeout_s=300.0)))
+    if "traces_here" in sections:
         jobs.append(("traces", bench_traces))
     if "demos" in sections:
         from .compiled import run_demos
@@ -494,6 +522,8 @@ def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str]) -> dict[s
             data[name + "_error"] = f"{type(exc).__name__}: {exc}"[:2000]
         data.setdefault("section_s", {})[name] = time.perf_counter() - t
         print(f"section {name}: {data['section_s'][name]:.1f} s", flush=True)
+        if after_section is not None:
+            after_section({**data, "targets": targets(data), "elapsed_s": time.perf_counter() - start})
     data["targets"] = targets(data)
     data["elapsed_s"] = time.perf_counter() - start
     return data
@@ -520,9 +550,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("graphcourse.bench_decode_paths: no CUDA GPU here (torch.cuda.is_available() is False), so nothing "
               f"was measured; run it on a GPU machine; lessons 07 and 08 show data/{DATA_FILE}", file=sys.stderr)
         return NO_CUDA_EXIT
-    data = run_all(argv, args.quick, sections)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=1) + "\n")
+
+    def write(data: dict[str, Any]) -> None:
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+
+    data = run_all(argv, args.quick, sections, after_section=write)
+    write(data)
     for line in summary_lines(data):
         print(line)
     print(f"wrote {args.out}")

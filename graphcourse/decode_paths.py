@@ -311,3 +311,36 @@ def static_skip_lines(data: dict[str, Any]) -> str:
                     lines.append(f"the benchmark's reduce-overhead step, batch {b['batch']}, mark_static_address "
                                  f"on cache and state: skips={r['cudagraph_skips']}")
     return "\n".join(lines) or "not recorded"
+
+
+def unrecorded_lines(data: dict[str, Any]) -> str:
+    """What the recorded file does not hold (yet), each with the reason it gives; what it holds, in one line."""
+    def why(key: str) -> str:
+        return (data.get(key + "_error") or f"no '{key}' section").splitlines()[0][:160]
+
+    held, missing = [], []
+    if data.get("batches"):
+        held.append("eager, default mode and eager kernels at K = 1, 4, 16, 32 steps per graph, checked against eager")
+        if not any((b.get("kernels") or {}) for b in data["batches"]):
+            missing.append("kernel counts per step: not recorded")
+    else:
+        missing.append(f"eager, default mode, eager kernels at K = 1, 4, 16, 32 steps per graph, kernel counts and "
+                       f"the check of the graphed paths' tokens against eager's: not recorded ({why('batches')})")
+    if data.get("compiled_graphs"):
+        held.append("compiled kernels captured 1 and 16 steps per graph by hand, one graph per step, reduce-overhead")
+    else:
+        missing.append(f"the compiled kernels captured by hand: not recorded ({why('compiled_graphs')})")
+    ro = [r for r in _all_rows(data, 1).values() if r["path"] == "reduce_overhead"]
+    if not any("reserved_bytes" in r for r in ro):
+        missing.append("reduce-overhead's graph memory: not recorded")
+    if data.get("traces"):
+        held.append("real profiler traces of two decode steps at batch 1")
+    else:
+        missing.append(f"the real profiler traces (lesson 07): not recorded ({why('traces')})")
+    node = data.get("if_node") or {}
+    if not node.get("supported"):
+        missing.append(f"IF-node replay figures: not recorded ({node.get('reason') or why('if_node')})")
+    missing.append("torch.compile mode max-autotune-no-cudagraphs: not timed by design (default mode's kernels "
+                   "captured by hand stand in for it)")
+    lines = ["recorded: " + ("; ".join(held) or "nothing")] + ["- " + m for m in missing]
+    return "\n".join(lines)

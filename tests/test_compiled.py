@@ -111,3 +111,97 @@ def test_the_stand_in_raises_torchs_words_for_a_stale_output_and_clones_survive(
         first.tolist()
     assert kept.tolist() == [(5 * 31 + 7) % 97] and second.tolist() == [((5 * 31 + 7) % 97 * 31 + 7) % 97]
     assert step.calls == 2
+
+
+def test_a_failing_benchmark_stage_names_itself_in_the_error() -> None:
+    with pytest.raises(RuntimeError, match=r"during timing path 'eager' at batch 8: ValueError: boom") as info:
+        with bench._stage("timing path 'eager' at batch 8"):
+            raise ValueError("boom")
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_a_section_run_in_a_child_records_its_failure_and_each_section_is_written_as_it_ends(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without CUDA the traces child exits 2 with nothing measured: the parent records why and goes on."""
+    monkeypatch.setattr(bench, "provenance", lambda argv, quick: {"gpu_name": "none (a CPU test)"})
+    written: list[dict] = []
+    data = bench.run_all(["--sections", "traces"], quick=True, sections=["traces"], after_section=written.append)
+    assert "traces" not in data
+    assert "exited 2 without results" in data["traces_error"]
+    assert "no CUDA GPU" in data["traces_error"], "the child's own one-line reason is kept"
+    assert len(written) == 1 and written[0]["traces_error"] == data["traces_error"]
+    assert json.loads(json.dumps(written[0]))["section_s"]["traces"] >= 0
+
+
+def test_the_reduce_overhead_pool_is_read_from_its_real_attribute_or_the_reason_is_recorded() -> None:
+    class Manager:
+        cuda_graphs_thread_pool = (0, 7)
+
+    class NoPool:
+        pass
+
+    import torch._inductor.cudagraph_trees as trees
+
+    seen = []
+    for manager, want in ((Manager(), {"reserved_bytes": 1}), (NoPool(), None)):
+        original = trees.get_manager
+        trees.get_manager = lambda *a, manager=manager, **k: manager
+        try:
+            got = bench._trees_pool_bytes(lambda pool: seen.append(pool) or {"reserved_bytes": 1})
+        finally:
+            trees.get_manager = original
+        if want is None:
+            assert "no cuda_graphs_thread_pool" in got["pool_bytes_error"]
+        else:
+            assert got == want
+    assert seen == [(0, 7)]
+
+
+def _path_row(path: str, median: float, spread: float, **extra) -> dict:
+    half = spread / 2
+    stats = {"median": median, "spread": spread, "min": median - half, "max": median + half}
+    return {"path": path, "us_per_token": stats, "issue_us_per_token": stats, **extra}
+
+
+def test_ratio_lines_keep_three_decimals_so_a_range_just_below_one_does_not_look_like_it_touches_it() -> None:
+    from graphcourse.decode_paths import ratio_line
+
+    data = {"compiled_graphs": [{"batch": 8, "rows": [_path_row("a", 341.3, 3.2), _path_row("b", 346.3, 1.0)]}]}
+    line = ratio_line(data, 8, "a", "b", part="compiled_graphs")
+    assert "= 0.986 (range 0.980-0.992): faster" in line
+    data["compiled_graphs"][0]["rows"][0] = _path_row("a", 346.0, 8.0)
+    assert "no difference beyond the run-to-run spread" in ratio_line(data, 8, "a", "b", part="compiled_graphs")
+
+
+def test_one_time_costs_say_what_each_reduce_overhead_call_did_and_that_each_figure_is_one_sample() -> None:
+    from graphcourse.decode_paths import one_time_cost_lines
+
+    ro = _path_row("reduce_overhead", 180.0, 8.0, compile_s=1.3, warmup_and_record_s=0.007)
+    text = one_time_cost_lines({"compiled_graphs": [{"batch": 1, "rows": [ro]}]})
+    assert "compiled and warmed up (first call) in 1.3 s" in text
+    assert "recorded and replayed once (next two calls) in 7 ms" in text
+    assert "its memory not recorded" in text and "ONE sample" in text
+    ro["reserved_bytes"] = 3 * 2**20
+    assert "CUDAGraph Trees' pool 3 MiB" in one_time_cost_lines({"batches": [{"batch": 1, "rows": [ro]}]})
+    assert "ONE sample" not in one_time_cost_lines({}), "nothing recorded: no figures to qualify"
+
+
+def test_what_is_not_recorded_is_listed_with_the_reason_the_benchmark_wrote() -> None:
+    from graphcourse.decode_paths import load, unrecorded_lines
+
+    data = {"batches_error": "AcceleratorError: CUDA error: an illegal memory access was encountered\nmore",
+            "compiled_graphs": [{"batch": 1, "rows": [_path_row("reduce_overhead", 1.0, 0.0)]}],
+            "traces_error": "RuntimeError: during timing path 'eager' at batch 1: boom",
+            "if_node": {"supported": False, "reason": "torch 2.11: no begin_capture_to_if_node"}}
+    text = unrecorded_lines(data)
+    assert text.splitlines()[0].startswith("recorded: compiled kernels captured")
+    assert "kernel counts" in text and "illegal memory access was encountered)" in text and "more" not in text
+    assert "during timing path 'eager'" in text and "no begin_capture_to_if_node" in text
+    assert "reduce-overhead's graph memory: not recorded" in text and "max-autotune-no-cudagraphs" in text
+    full = {**data, "batches": [{"batch": 1, "rows": [_path_row("reduce_overhead", 1.0, 0.0, reserved_bytes=1)],
+                                 "kernels": {"eager": {}}}], "traces": {"eager": {}},
+            "if_node": {"supported": True}}
+    text = unrecorded_lines(full)
+    assert "illegal" not in text and "graph memory" not in text and "traces" in text.splitlines()[0]
+    assert len(text.splitlines()) == 2, "only the by-design line is left"
+    assert unrecorded_lines(load()).startswith("recorded: "), "the stored file reads"
