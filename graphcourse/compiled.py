@@ -337,8 +337,10 @@ class OutputsValidUntilNextCall:
 
     Wraps a function of plain lists; each call returns a :class:`StandInOutput` whose values
     stay readable only until the next call (then reading raises torch's message), unless cloned.
-    It is stricter than torch 2.11, which on the course's H200 also let such a read return the
-    next call's values silently: a stand-in that always raises makes the mistake visible.
+    It is stricter than torch: CUDAGraph Trees raise only for outputs of the warm-up and recording
+    calls (``dealloc_current_path_weakrefs`` runs when a warm-up or a recording ends, not a replay),
+    and an output of a replay read after the next call silently holds that call's values (seen on
+    the course's H200, torch 2.11). A stand-in that always raises makes the mistake visible.
     """
 
     def __init__(self, fn: Callable[[list], list]) -> None:
