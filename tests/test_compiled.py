@@ -205,3 +205,56 @@ def test_what_is_not_recorded_is_listed_with_the_reason_the_benchmark_wrote() ->
     assert "illegal" not in text and "graph memory" not in text and "traces" in text.splitlines()[0]
     assert len(text.splitlines()) == 2, "only the by-design line is left"
     assert unrecorded_lines(load()).startswith("recorded: "), "the stored file reads"
+
+
+class _FxNode:
+    """Enough of a torch.fx.Node for torch's skip check: a name and no users."""
+
+    name = "add"
+    users: dict = {}
+
+
+@pytest.mark.parametrize("partition", [True, False])
+def test_with_graph_partitioning_a_cpu_op_no_longer_makes_reduce_overhead_skip_graphs(partition: bool) -> None:
+    """Lesson 07's explanation of the recorded 'CPU tensor input, skips=0', checked in the installed torch."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.cudagraph_utils import check_multiple_devices_or_any_cpu_nodes
+
+    from graphcourse.compiled import graph_partition_flag
+
+    assert graph_partition_flag() is inductor_config.graph_partition
+    nodes = {torch.device("cpu"): _FxNode(), torch.device("cuda", 0): _FxNode()}
+    # mode="reduce-overhead" is triton.cudagraphs=True (torch._inductor.list_mode_options)
+    assert torch._inductor.list_mode_options("reduce-overhead") == {"triton.cudagraphs": True}
+    with inductor_config.patch({"graph_partition": partition, "triton.cudagraphs": True}):
+        reason = check_multiple_devices_or_any_cpu_nodes(dict(nodes))
+    if partition:
+        assert reason is None, "the CPU op is split off and the CUDA partitions are graphed"
+    else:
+        assert "cpu device (add)" in reason
+
+
+def test_inductor_makes_torch_cond_and_while_loop_host_side_code_so_no_conditional_node() -> None:
+    """Lesson 08: under reduce-overhead (Inductor), torch.cond becomes `if pred.item():`, a sync."""
+    import inspect
+
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    cond_source = inspect.getsource(PythonWrapperCodegen.codegen_conditional)
+    assert '.item()"' in cond_source and 'writeline(f"if {predicate}:")' in cond_source
+    assert "host side while_loop" in inspect.getsource(PythonWrapperCodegen.codegen_while_loop)
+
+
+def test_only_warm_up_and_recording_mark_kept_outputs_as_overwritten() -> None:
+    """Lesson 07's rule, in the installed torch's CUDAGraph Trees: the storage-access error is armed when a
+    warm-up or a recording ends, never when a replay (execution) ends."""
+    import inspect
+
+    from torch._inductor.cudagraph_trees import CUDAGraphTreeManager as manager
+
+    def arms(method) -> bool:
+        return "dealloc_current_path_weakrefs()" in inspect.getsource(method)
+
+    assert "_set_storage_access_error_msg" in inspect.getsource(manager.dealloc_current_path_weakrefs)
+    assert arms(manager.try_end_curr_recording) and arms(manager.try_end_curr_warmup)
+    assert not arms(manager.try_end_curr_execution)
