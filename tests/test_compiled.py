@@ -258,3 +258,23 @@ def test_only_warm_up_and_recording_mark_kept_outputs_as_overwritten() -> None:
     assert "_set_storage_access_error_msg" in inspect.getsource(manager.dealloc_current_path_weakrefs)
     assert arms(manager.try_end_curr_recording) and arms(manager.try_end_curr_warmup)
     assert not arms(manager.try_end_curr_execution)
+
+
+@pytest.mark.parametrize("path", ["notebooks/07_graphs_by_the_compiler.ipynb",
+                                  "notebooks/08_control_flow_on_the_device.ipynb",
+                                  "solutions/07_compile_and_control_flow.ipynb"])
+def test_the_compile_notebooks_keep_the_course_rules_for_code_cells(path: str) -> None:
+    """No code line over 100 characters, no `# NBVAL_` comments (tags instead), no error outputs unless tagged."""
+    from pathlib import Path
+
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parent.parent / path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for line in cell.source.splitlines():
+            assert len(line) <= 100, f"{path} cell {i}: {len(line)} characters: {line[:60]}..."
+            assert "NBVAL" not in line, f"{path} cell {i}: use a cell tag, not a comment"
+        if "raises-exception" not in cell.metadata.get("tags", []):
+            assert not [o for o in cell.get("outputs", []) if o.get("output_type") == "error"], f"{path} cell {i}"
