@@ -1,0 +1,346 @@
+"""Lessons 07 and 08 read the decode-paths benchmark here: load data/decode_paths.json, label it, tabulate, plot.
+
+Reading needs no torch. The file is written on a GPU by ``python -m graphcourse.bench_decode_paths``;
+every figure a lesson shows from it carries :func:`recorded_label` (GPU, date, torch).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import ReferenceDataError, ReferenceDataMissingError
+
+__all__ = ["PATH_LABELS", "decode_step_profile", "demos_live_or_recorded", "k_step_costs", "kernel_lines", "load",
+           "one_time_cost_lines", "path_label", "path_rows", "path_table", "plot_paths", "ratio_line",
+           "recorded_label", "section", "simulate_k_steps", "static_skip_lines"]
+
+DATA_FILE = "decode_paths.json"
+PATH_LABELS = {
+    "eager": "eager (one launch per kernel)",
+    "graph_k1": "one graph per step (lesson 05)",
+    "compiled_default": "torch.compile default (fused, no graphs)",
+    "reduce_overhead": "torch.compile reduce-overhead",
+}
+
+
+def path_label(name: str) -> str:
+    """A readable name for a benchmark path ('graph_k16' -> '16 steps per graph')."""
+    if name in PATH_LABELS:
+        return PATH_LABELS[name]
+    if name.startswith("compiled_graph_k"):
+        k = name[len("compiled_graph_k"):]
+        return f"compiled kernels, {k} step{'s' if k != '1' else ''} per graph (by hand)"
+    if name.startswith("graph_k"):
+        return f"{name[len('graph_k'):]} steps per graph"
+    return name
+
+
+def default_path() -> Path:
+    """data/decode_paths.json at the repository root."""
+    return Path(__file__).resolve().parent.parent / "data" / DATA_FILE
+
+
+def load(path: str | Path | None = None) -> dict[str, Any]:
+    """The recorded benchmark, with a clear error when the file is missing or not the benchmark's."""
+    file = Path(path) if path is not None else default_path()
+    if not file.is_file():
+        raise ReferenceDataMissingError(
+            f"no recorded decode-path results at {file}: they are written on a GPU by "
+            f"`python -m graphcourse.bench_decode_paths` and committed with the course; restore the file with "
+            f"`git checkout -- data/{DATA_FILE}`."
+        )
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as exc:
+        raise ReferenceDataError(f"{file} is not valid JSON ({exc}): re-run the benchmark on a GPU.") from exc
+    if not isinstance(data, dict) or "provenance" not in data:
+        raise ReferenceDataError(f"{file} has no 'provenance': it did not come from graphcourse.bench_decode_paths.")
+    return data
+
+
+def section(name: str, data: dict[str, Any]) -> Any:
+    """One section of the results; a clear error naming why it is missing (a failed section records its error)."""
+    if name in data:
+        return data[name]
+    if f"{name}_error" in data:
+        raise ReferenceDataError(f"the benchmark run that wrote this file failed in section {name!r}: "
+                                 f"{data[name + '_error'].splitlines()[0][:200]}")
+    raise ReferenceDataError(f"the recorded results have no section {name!r}: re-run the benchmark on a GPU.")
+
+
+def recorded_label(data: dict[str, Any]) -> str:
+    """'recorded on NVIDIA H200, 2026-11-30, torch 2.11.0+cu130 (CUDA 13.0)'."""
+    p = data["provenance"]
+    return (f"recorded on {p.get('gpu_name', 'an unnamed GPU')}, {str(p.get('date_utc', '?'))[:10]}, "
+            f"torch {p.get('torch', '?')} (CUDA {p.get('cuda', '?')})")
+
+
+def path_rows(data: dict[str, Any], batch: int, part: str = "batches") -> list[dict[str, Any]]:
+    """The rows of one batch size, in the order they were measured.
+
+    `part`: 'batches' (eager, K steps per graph, default mode, reduce-overhead, all timed together)
+    or 'compiled_graphs' (default-mode kernels captured by hand, timed with their own references).
+    """
+    for b in section(part, data):
+        if b["batch"] == batch:
+            return b["rows"]
+    known = [b["batch"] for b in data[part]]
+    raise ReferenceDataError(f"no batch {batch} in the recorded results (batches: {known}).")
+
+
+def path_table(data: dict[str, Any], batch: int, paths: Sequence[str] | None = None,
+               part: str = "batches") -> str:
+    """Aligned lines: each path's median µs per token and CPU issue µs per token, each with its spread.
+
+    A part the benchmark could not record gives one line saying so and why.
+    """
+    try:
+        rows = [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
+    except ReferenceDataError as exc:
+        return f"batch {batch}: not recorded: {str(exc)[:300]}"
+    width = max(len(path_label(r["path"])) for r in rows)
+    lines = [f"{'batch ' + str(batch):<{width}}   µs per token (spread)   CPU µs per token (spread)"]
+    for r in rows:
+        t, i = r["us_per_token"], r["issue_us_per_token"]
+        lines.append(f"{path_label(r['path']):<{width}}   {t['median']:8.1f} ({t['spread']:6.1f})"
+                     f"        {i['median']:8.1f} ({i['spread']:6.1f})")
+    return "\n".join(lines)
+
+
+def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str, part: str = "batches") -> str:
+    """One path's median over another's, with the range the spreads allow, and whether the range excludes 1."""
+    try:
+        rows = {r["path"]: r for r in path_rows(data, batch, part)}
+    except ReferenceDataError as exc:
+        return f"batch {batch}: not recorded: {str(exc)[:200]}"
+    a, b = rows[path]["us_per_token"], rows[reference]["us_per_token"]
+    ratio, lo, hi = a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]
+    verdict = ("faster" if hi < 1 else "slower" if lo > 1 else "no difference beyond the run-to-run spread")
+    return (f"batch {batch}: {path_label(path)} / {path_label(reference)} = {ratio:.3f} "
+            f"(range {lo:.3f}-{hi:.3f}): {verdict}")
+
+
+def plot_paths(data: dict[str, Any], paths: Sequence[str] | None = None, title: str = "",
+               part: str = "batches") -> Any:
+    """Per batch size: median µs per token and CPU issue µs per token of each path, error bars = min..max."""
+    import matplotlib.pyplot as plt
+
+    batches = [b["batch"] for b in section(part, data)]
+    fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 0.5 * 12 + 1), squeeze=False)
+    for ax, batch in zip(axes[0], batches):
+        rows = [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
+        names = [path_label(r["path"]) for r in rows]
+        ys = range(len(rows))
+        for offset, key, color, hatch, label in ((-0.2, "us_per_token", "#0072B2", "", "time per token"),
+                                                  (0.2, "issue_us_per_token", "#E69F00", "//",
+                                                   "CPU time to issue it")):
+            med = [r[key]["median"] for r in rows]
+            err = [[m - r[key]["min"] for m, r in zip(med, rows)], [r[key]["max"] - m for m, r in zip(med, rows)]]
+            ax.barh([y + offset for y in ys], med, height=0.4, xerr=err, color=color, hatch=hatch,
+                    edgecolor="white", label=label, capsize=2)
+        ax.set_yticks(list(ys), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("µs per token (log scale; bars: median, whiskers: min..max over repeats)", fontsize=8)
+        ax.set_title(f"batch {batch}", fontsize=10)
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8, loc="lower right")
+    fig.suptitle(title or f"Decode paths of the tiny GPT, {recorded_label(data)}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def demos_live_or_recorded(data: dict[str, Any] | None, key: str = "demos") -> tuple[dict[str, Any] | None, str]:
+    """A child-process demo ('demos': lesson 07, 'conditional_demo': lesson 08): live on a CUDA GPU, else recorded.
+
+    With GRAPHCOURSE_RECORDED_DEMOS=1 a GPU shows the recorded observations too, labelled as such: for
+    re-executing the lessons right after the benchmark recorded them, without paying for the demos twice.
+    """
+    from .teaching import cuda_here
+
+    if key not in ("demos", "conditional_demo"):
+        raise ValueError(f"key must be 'demos' or 'conditional_demo', got {key!r}.")
+    import os
+
+    reuse = os.environ.get("GRAPHCOURSE_RECORDED_DEMOS") == "1" and data is not None and key in data
+    if cuda_here() and not reuse:
+        import torch
+
+        if key == "demos":
+            from .compiled import run_demos as run
+        else:
+            from .device_loop import run_conditional_demo as run
+        name = torch.cuda.get_device_name(0)
+        return run(), f"live on {name}, torch {torch.__version__}, in a child process"
+    if data is None or key not in data:
+        return None, "no CUDA GPU here and no recorded observations of this demo"
+    if reuse:  # re-executing a lesson right after the benchmark: show what it just recorded, not a second run
+        return data[key], f"{recorded_label(data)}, in a child process (GRAPHCOURSE_RECORDED_DEMOS=1)"
+    return data[key], f"no CUDA GPU here: {recorded_label(data)}, in a child process there"
+
+
+# --------------------------------------------------------------------------- K steps per launch on the toy timeline
+
+
+def simulate_k_steps(kernels: int | Sequence[float], k: int, tokens: int, *, host_us_per_launch: float = 0.0,
+                     cost: Any = None) -> Any:
+    """The toy timeline of `tokens` decode steps, K per graph launch, each launch preceded by host work.
+
+    One graph launch per K steps (``toygraph.timeline.Clock.replay`` of K steps' kernels), and
+    `host_us_per_launch` of CPU work before each (a scheduler choosing what runs next).
+    """
+    from toygraph.errors import InvalidArgumentError
+    from toygraph.timeline import Clock, _kernel_list
+
+    for name, value in (("k (steps per graph)", k), ("tokens", tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentError(f"{name} must be a whole number >= 1, got {value!r}.")
+    if isinstance(host_us_per_launch, bool) or not isinstance(host_us_per_launch, (int, float)) \
+            or host_us_per_launch < 0:
+        raise InvalidArgumentError(f"host_us_per_launch must be a number of µs >= 0, got {host_us_per_launch!r}.")
+    clock = Clock(cost)
+    times = _kernel_list(kernels, clock.cost)
+    done = 0
+    while done < tokens:
+        steps = min(k, tokens - done)
+        if host_us_per_launch:
+            clock.host(host_us_per_launch, "scheduler")
+        clock.replay(f"{steps} steps", times * steps)
+        clock.end_step()
+        done += steps
+    return clock.timeline
+
+
+def k_step_costs(kernels: int | Sequence[float], ks: Sequence[int], tokens: int = 64, *,
+                 host_us_per_launch: float = 0.0, cost: Any = None) -> list[dict[str, float]]:
+    """For each K: µs per token, CPU busy µs per token, GPU busy µs per token and GPU busy share (toy timeline)."""
+    rows = []
+    for k in ks:
+        t = simulate_k_steps(kernels, k, tokens, host_us_per_launch=host_us_per_launch, cost=cost)
+        rows.append({"k": k, "us_per_token": t.total_us / tokens, "cpu_us_per_token": t.busy_us("cpu") / tokens,
+                     "gpu_us_per_token": t.busy_us("gpu") / tokens, "gpu_busy": t.gpu_utilization})
+    return rows
+
+
+# --------------------------------------------------------------------------- lines the lessons print
+
+
+def _all_rows(data: dict[str, Any], batch: int) -> dict[str, dict[str, Any]]:
+    """Rows of one batch from every part recorded, the first part that has a path winning."""
+    out: dict[str, dict[str, Any]] = {}
+    for part in ("batches", "compiled_graphs"):
+        for b in data.get(part) or []:
+            if b["batch"] == batch:
+                for r in b["rows"]:
+                    out.setdefault(r["path"], {**r, "part": part})
+    return out
+
+
+def one_time_cost_lines(data: dict[str, Any]) -> str:
+    """What each path cost before its first fast token: compile, record, capture, graph-pool memory."""
+    lines = []
+    for batch in (1, 8):
+        rows = _all_rows(data, batch)
+        if not rows:
+            lines.append(f"batch {batch}: not recorded")
+            continue
+        parts = []
+        if "compiled_default" in rows:
+            parts.append(f"default mode compiled in {rows['compiled_default']['compile_s']:.1f} s")
+        if "reduce_overhead" in rows:
+            ro = rows["reduce_overhead"]
+            memory = (f", CUDAGraph Trees' pool {ro['reserved_bytes'] / 2**20:.0f} MiB" if "reserved_bytes" in ro
+                      else ", its memory not recorded")
+            parts.append(f"reduce-overhead compiled and warmed up (first call) in {ro['compile_s']:.1f} s, "
+                         f"recorded and replayed once (next two calls) in "
+                         f"{ro['warmup_and_record_s'] * 1e3:.0f} ms{memory}")
+        if "compiled_graph_k1" in rows:
+            parts.append(f"default-mode kernels compiled and captured by hand in "
+                         f"{rows['compiled_graph_k1']['compile_and_capture_s']:.1f} s "
+                         f"(graph pool {rows['compiled_graph_k1']['reserved_bytes'] / 2**20:.0f} MiB)")
+        if "graph_k1" in rows:
+            parts.append(f"eager step captured by hand in {rows['graph_k1']['capture_s'] * 1e3:.1f} ms "
+                         f"(graph pool {rows['graph_k1']['reserved_bytes'] / 2**20:.0f} MiB)")
+        caches = ("compiler caches cold: the first compile in that process" if
+                  rows.get("reduce_overhead", {}).get("part") == "batches" else
+                  "compiler caches warm: another process had just compiled the same step")
+        lines.append(f"batch {batch}: " + "; ".join(parts) + f" ({caches})")
+    if any(_all_rows(data, batch) for batch in (1, 8)):
+        lines.append("each figure is ONE sample (no repeats, so no spread): read them as orders of magnitude")
+    return "\n".join(lines)
+
+
+def kernel_lines(data: dict[str, Any]) -> str:
+    """Kernels per decode step and their GPU time, eager against compiled (the benchmark's profiler)."""
+    lines = []
+    for b in data.get("batches") or []:
+        k = b.get("kernels") or {}
+        if "eager" in k and "compiled_default" in k:
+            lines.append(f"batch {b['batch']}: eager step {k['eager']['kernels_per_step']:.0f} kernels, "
+                         f"{k['eager']['kernel_us_per_step']:.0f} µs of GPU time; compiled step "
+                         f"{k['compiled_default']['kernels_per_step']:.0f} kernels, "
+                         f"{k['compiled_default']['kernel_us_per_step']:.0f} µs")
+    if not lines:
+        why = data.get("batches_error", "no 'batches' section")
+        lines.append(f"kernel counts not recorded: {why.splitlines()[0][:160]}")
+    return "\n".join(lines)
+
+
+def decode_step_profile() -> dict[str, float] | None:
+    """Lesson 05's decode step at batch 1 from data/gpu_reference.json: kernels, their GPU time, eager step time."""
+    from .reference import load_reference
+
+    try:
+        rows = load_reference()["decode"]["rows"]
+        b1 = next(r for r in rows if r["batch"] == 1)
+        return {"kernels": float(b1["kernels"]), "kernel_time_us": float(b1["kernel_time_us"]),
+                "eager_step_us": float(b1["eager_step_us"])}
+    except (ReferenceDataError, KeyError, StopIteration, TypeError, ValueError):
+        return None
+
+
+def static_skip_lines(data: dict[str, Any]) -> str:
+    """The benchmark's own reduce-overhead step, cache and state marked static: how many graphs it skipped."""
+    lines = []
+    for part in ("batches", "compiled_graphs"):
+        for b in data.get(part) or []:
+            for r in b["rows"]:
+                if r["path"] == "reduce_overhead":
+                    lines.append(f"the benchmark's reduce-overhead step, batch {b['batch']}, mark_static_address "
+                                 f"on cache and state: skips={r['cudagraph_skips']}")
+    return "\n".join(lines) or "not recorded"
+
+
+def unrecorded_lines(data: dict[str, Any]) -> str:
+    """What the recorded file does not hold (yet), each with the reason it gives; what it holds, in one line."""
+    def why(key: str) -> str:
+        return (data.get(key + "_error") or f"no '{key}' section").splitlines()[0][:160]
+
+    held, missing = [], []
+    if data.get("batches"):
+        held.append("eager, default mode and eager kernels at K = 1, 4, 16, 32 steps per graph, checked against eager")
+        if not any((b.get("kernels") or {}) for b in data["batches"]):
+            missing.append("kernel counts per step: not recorded")
+    else:
+        missing.append(f"eager, default mode, eager kernels at K = 1, 4, 16, 32 steps per graph, kernel counts and "
+                       f"the check of the graphed paths' tokens against eager's: not recorded ({why('batches')})")
+    if data.get("compiled_graphs"):
+        held.append("compiled kernels captured 1 and 16 steps per graph by hand, one graph per step, reduce-overhead")
+    else:
+        missing.append(f"the compiled kernels captured by hand: not recorded ({why('compiled_graphs')})")
+    ro = [r for r in _all_rows(data, 1).values() if r["path"] == "reduce_overhead"]
+    if not any("reserved_bytes" in r for r in ro):
+        missing.append("reduce-overhead's graph memory: not recorded")
+    if data.get("traces"):
+        held.append("real profiler traces of two decode steps at batch 1")
+    else:
+        missing.append(f"the real profiler traces (lesson 07): not recorded ({why('traces')})")
+    node = data.get("if_node") or {}
+    if not node.get("supported"):
+        missing.append(f"IF-node replay figures: not recorded ({node.get('reason') or why('if_node')})")
+    missing.append("torch.compile mode max-autotune-no-cudagraphs: not timed by design (default mode's kernels "
+                   "captured by hand stand in for it)")
+    lines = ["recorded: " + ("; ".join(held) or "nothing")] + ["- " + m for m in missing]
+    return "\n".join(lines)

@@ -1,0 +1,114 @@
+"""Lesson 07's GPU facts about torch.compile(mode="reduce-overhead"), on a CUDA GPU (skipped without one)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _skips() -> int:
+    return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
+
+
+def test_two_calls_in_one_step_are_refused_unless_each_step_is_marked() -> None:
+    """The example of torch.compiler.cudagraph_mark_step_begin's documentation, both ways."""
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def rand_foo() -> torch.Tensor:
+        return torch.rand([4], device="cuda")
+
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        for _ in range(4):
+            rand_foo() + rand_foo()
+    for _ in range(4):
+        torch.compiler.cudagraph_mark_step_begin()
+        total = rand_foo() + rand_foo()
+    assert total.shape == (4,)
+
+
+def _double() -> object:
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + 1
+
+    return double
+
+
+def test_an_output_of_a_replay_kept_across_the_next_call_is_overwritten_silently() -> None:
+    """Call 1 warms up, call 2 records, later calls replay: a replay's output is not guarded
+    (dealloc_current_path_weakrefs runs when a warm-up or a recording ends, not a replay),
+    so it reads the next call's value with no error, as a hand-captured graph's output does."""
+    double = _double()
+    x1, x2 = torch.full((4,), 1.0, device="cuda"), torch.full((4,), 10.0, device="cuda")
+    for _ in range(3):
+        double(x1)
+    first = double(x1)
+    double(x2)
+    assert first.tolist() == [21.0] * 4
+
+
+@pytest.mark.parametrize("calls_before", [0, 1], ids=["warm-up output", "recording output"])
+def test_an_output_of_the_warm_up_or_recording_call_raises_once_the_next_call_ran(calls_before: int) -> None:
+    double = _double()
+    x1, x2 = torch.full((4,), 1.0, device="cuda"), torch.full((4,), 10.0, device="cuda")
+    for _ in range(calls_before):
+        double(x1)
+    kept = double(x1)
+    double(x2)
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        kept.tolist()
+
+
+def test_a_cloned_output_survives_the_next_call() -> None:
+    torch._dynamo.reset()
+
+    @torch.compile(mode="reduce-overhead")
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + 1
+
+    x1, x2 = torch.full((4,), 1.0, device="cuda"), torch.full((4,), 10.0, device="cuda")
+    for _ in range(3):
+        double(x1)
+    kept = double(x1).clone()
+    double(x2)
+    assert kept.tolist() == [3.0] * 4
+
+
+def test_static_cache_and_state_keep_the_decode_step_in_cudagraphs_and_its_tokens() -> None:
+    from graphcourse.compiled import compiled_loop_step, eager_loop_step
+    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+
+    torch._dynamo.reset()
+    model = TinyGPT(GPTConfig(n_layers=2)).cuda()
+    runs, skips = [], []
+    for make in (eager_loop_step, compiled_loop_step):
+        cache = model.new_cache(2)
+        tokens = torch.tensor([3, 7], device="cuda")
+        pos = as_device_position(0, "cuda")
+        step = make(model, cache, tokens, pos)
+        before = _skips()
+        runs.append(torch.stack([step().clone() for _ in range(8)]).cpu())
+        skips.append(_skips() - before)
+        assert int(pos) == 8
+    assert skips[1] == 0, "marked static, the in-place cache writes do not make the compiler skip graphs"
+    assert (runs[0] == runs[1]).float().mean() >= 0.9, "fused kernels may break an argmax tie now and then"
+
+
+def test_unmarked_in_place_writes_make_reduce_overhead_skip_graphs() -> None:
+    from graphcourse.compiled import compiled_loop_step
+    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+
+    torch._dynamo.reset()
+    model = TinyGPT(GPTConfig(n_layers=1)).cuda()
+    cache = model.new_cache(1)
+    step = compiled_loop_step(model, cache, torch.zeros(1, dtype=torch.long, device="cuda"),
+                              as_device_position(0, "cuda"), static=False)
+    before = _skips()
+    for _ in range(3):
+        step()
+    assert _skips() - before >= 1
