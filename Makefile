@@ -48,6 +48,11 @@ bench: setup
 clean-venv:
 	rm -rf $(VENV)
 
+# The toy's default prices come from the recorded benchmark: regenerate them after `make bench`.
+.PHONY: toy-prices
+toy-prices: setup
+	$(PY) -m graphcourse.toy_prices
+
 # Self-check one exercise notebook (nbval runs it; each check is named exercise/check, with a summary):
 #   make check NB=my-work/06_exercises.ipynb
 NB ?= exercises/06_exercises.ipynb

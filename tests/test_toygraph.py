@@ -57,8 +57,8 @@ def test_seed_text_in_lesson_file_runs_verbatim():
 
 
 def test_toygraph_imports_only_the_standard_library():
-    code = ("import sys, toygraph, toygraph.errors, toygraph.timeline, toygraph.memory, toygraph.capture, "
-            "toygraph.buckets\n"
+    code = ("import sys, toygraph, toygraph.errors, toygraph.timeline, toygraph.memory, toygraph.capture, toygraph.freeze, toygraph.prices, "
+            "toygraph.buckets, toygraph.conditional, toygraph.multistep, toygraph.streams, toygraph.rng\n"
             "std = set(sys.stdlib_module_names)\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] not in std and m.split('.')[0] != 'toygraph'"
             " and not m.startswith('_') and not m.startswith('__editable__'))\n"
@@ -77,16 +77,21 @@ def test_replay_reuses_the_same_addresses_and_output_object():
     second = g.replay([10, 20, 30])
     assert second is first, "replay hands back the same static output buffer"
     assert g.addresses == before
-    assert first == [20, 40, 60], "the second replay overwrote what the first returned"
-    assert g.static_input == [10, 20, 30], "new data went in by copying into the static input"
+    assert first.tolist() == [20, 40, 60], "the second replay overwrote what the first returned"
+    assert g.static_input.tolist() == [10, 20, 30], "new data went in by copying into the static input"
 
 
-def test_copy_out_keeps_a_result_alive():
-    g = ToyGraph(ToyDevice())
+def test_copy_out_keeps_a_result_alive_but_list_of_the_output_does_not():
+    dev = ToyDevice()
+    g = ToyGraph(dev)
     g.record(plus_one)
-    kept = list(g.replay([1, 1]))
+    out = g.replay([1, 1])
+    on_host, on_device, views = out.tolist(), out.clone(), list(out)
+    assert dev.sync_count == 1, "only .tolist() synced: clone() copies on the device, list() makes views"
     g.replay([5, 5])
-    assert kept == [2, 2]
+    assert on_host == [2, 2] and on_device.tolist() == [2, 2]
+    assert [v.item() for v in views] == [6, 6], "list(out) aliases the static output: the next replay overwrote it"
+    assert all(v.is_view and v.base is out for v in views)
 
 
 def test_context_manager_capture_like_torch():
@@ -98,7 +103,7 @@ def test_context_manager_capture_like_torch():
     assert g.static_input is static_x and g.static_output is static_y
     static_x.copy_([4, 5, 6])
     g.replay()
-    assert static_y == [9, 11, 13]
+    assert static_y.tolist() == [9, 11, 13]
     assert [n.name for n in g.nodes] == ["double", "plus_one"]
 
 
@@ -211,14 +216,15 @@ def test_branch_on_a_host_value_is_frozen_at_capture():
     g.capture([5, 6], program=step)
     settings["greedy"] = False
     assert [n.name for n in g.nodes] == ["double"]
-    assert g.replay([-1, -2]) == [-2, -4], "replay repeats the branch taken at capture"
+    assert g.replay([-1, -2]).tolist() == [-2, -4], "replay repeats the branch taken at capture"
     eager = step(ToyDevice().tensor([-1, -2]))
-    assert eager == [1, 2], "eager takes the other branch now"
+    assert eager.tolist() == [1, 2], "eager takes the other branch now"
 
 
-@pytest.mark.parametrize("peek", [lambda x: x[0] > 0, lambda x: sum(x) > 0, lambda x: bool(x[0:1]),
-                                  lambda x: float(x[0:1]) > 0, lambda x: 5 in x, lambda x: x == [5, 6],
-                                  lambda x: print(x), lambda x: f"{x}", lambda x: list(x)])
+@pytest.mark.parametrize("peek", [lambda x: bool(x[0] > 0), lambda x: 1 if sum(x) > 0 else 0,
+                                  lambda x: bool(x[0:1]), lambda x: float(x[0]) > 0, lambda x: 5 in x,
+                                  lambda x: all((x == 5).tolist()), lambda x: print(x), lambda x: f"{x}",
+                                  lambda x: x[1].item(), lambda x: int(x[0])])
 def test_branch_on_a_device_value_is_a_sync_and_refused_during_capture(peek):
     dev = ToyDevice()
     g = ToyGraph(dev)
@@ -245,8 +251,11 @@ def test_each_graph_has_a_private_pool_that_only_adds_memory():
         g.record(plus_one)
         g.capture([0] * b)
         graphs.append(g)
-    assert [g.memory_bytes for g in graphs] == [3 * b * tg.WORD_BYTES for b in (1, 2, 4)]
-    assert dev.memory_used_bytes == eager_bytes + sum(g.memory_bytes for g in graphs)
+    assert [g.memory_bytes for g in graphs] == [2 * b * tg.WORD_BYTES for b in (1, 2, 4)], (
+        "each kernel's output is in the graph's pool; the static input was allocated before capture")
+    inputs = sum(len(g.static_input) for g in graphs) * tg.WORD_BYTES
+    assert dev.memory_used_bytes == eager_bytes + inputs + sum(g.memory_bytes for g in graphs)
+    assert all(g.static_input.pool is dev.eager_pool for g in graphs)
     assert len(x) == 100
 
 
@@ -346,13 +355,13 @@ def test_bucket_helpers():
 def test_bucketed_graphs_pad_replay_unpad_and_report():
     dev = ToyDevice()
     runner = BucketedGraphs([double, plus_one], [1, 2, 4, 8], device=dev)
-    assert runner.run([1, 2, 3]) == [3, 5, 7]
-    assert runner.graphs[4].static_input == [1, 2, 3, 0], "the batch was padded to bucket 4"
-    assert runner.run([5]) == [11]
+    assert runner.run([1, 2, 3]).tolist() == [3, 5, 7]
+    assert runner.graphs[4].static_input.tolist() == [1, 2, 3, 0], "the batch was padded to bucket 4"
+    assert runner.run([5]).item() == 11
     report = runner.report()
     assert (report.useful_rows, report.padded_rows, report.eager_batches) == (4, 1, 0)
     assert report.waste_fraction == pytest.approx(1 / 5)
-    assert runner.memory_bytes == {b: 3 * b * tg.WORD_BYTES for b in (1, 2, 4, 8)}
+    assert runner.memory_bytes == {b: 2 * b * tg.WORD_BYTES for b in (1, 2, 4, 8)}
 
 
 def test_batch_above_the_largest_bucket_runs_eagerly_with_a_warning():
@@ -360,17 +369,21 @@ def test_batch_above_the_largest_bucket_runs_eagerly_with_a_warning():
     runner = BucketedGraphs([double], [1, 2, 4], device=dev)
     with pytest.warns(tg.EagerFallbackWarning, match="larger than the largest bucket \\(4\\).*Add a bucket of 8"):
         out = runner.run([1, 2, 3, 4, 5])
-    assert out == [2, 4, 6, 8, 10]
+    assert out.tolist() == [2, 4, 6, 8, 10]
     assert runner.report().eager_batches == 1
     assert [e.kind for e in dev.timeline.events if e.lane == "cpu"] == ["launch", "wait", "sync"], (
         "one eager launch for the one kernel, then reading the rows back to the host: one sync")
 
 
-def test_bucketed_output_is_a_copy_that_survives_the_next_run():
-    runner = BucketedGraphs([double], [2], device=ToyDevice())
-    first = runner.run([1, 2])
-    runner.run([3, 4])
-    assert first == [2, 4]
+def test_bucketed_output_is_a_view_that_the_next_run_overwrites():
+    dev = ToyDevice()
+    runner = BucketedGraphs([double], [2, 4], device=dev)
+    first = runner.run([1, 2, 3])
+    assert first.is_view and first.base is runner.graphs[4].static_output and len(first) == 3
+    kept = first.tolist()
+    assert dev.sync_count == 1, "running a bucket and taking its rows is sync-free; .tolist() is the one sync"
+    runner.run([3, 4, 5])
+    assert kept == [2, 4, 6] and first.tolist() == [6, 8, 10]
 
 
 # --- bad input: one hierarchy, messages that say what to do ------------------------------
@@ -477,4 +490,4 @@ def test_no_eager_fallback_warning_inside_buckets():
     runner = BucketedGraphs([double], [1, 2, 4], device=ToyDevice())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert runner.run([1, 2, 3, 4]) == [2, 4, 6, 8]
+        assert runner.run([1, 2, 3, 4]).tolist() == [2, 4, 6, 8]

@@ -3,8 +3,10 @@
 * Capture freezes the Python values a kernel reads (closures, globals, default arguments,
   bound objects); a Python number rebound after capture changes nothing a replay computes.
 * The contents of device buffers stay live: new data arrives by copying into them.
-* Host code reading a device buffer is a sync (counted, on the timeline, a CaptureError
-  during capture); kernels reading buffers are not.
+* Host code that needs a Python value from a device buffer is a sync (counted, on the timeline,
+  a CaptureError during capture): item, tolist, cpu, float/int/bool, print, `in`. Indexing,
+  iterating and list() give views, and arithmetic and compares are kernels: no sync, as in torch.
+  Kernels reading buffers are not syncs either.
 * A slice of a buffer is a view sharing its storage.
 
 Examples first, then Hypothesis properties.
@@ -44,9 +46,9 @@ def test_a_global_rebound_after_capture_does_not_change_replay():
     try:
         g = ToyGraph(ToyDevice())
         g.record(scaled)
-        assert g.replay([1, 2, 3]) == [2, 4, 6]
+        assert g.replay([1, 2, 3]).tolist() == [2, 4, 6]
         SCALE = 10
-        assert g.replay([1, 2, 3]) == [2, 4, 6], "the graph baked SCALE = 2 at capture"
+        assert g.replay([1, 2, 3]).tolist() == [2, 4, 6], "the graph baked SCALE = 2 at capture"
         assert scaled([1, 2, 3]) == [10, 20, 30], "eager Python sees the new value"
         assert g.nodes[0].frozen == {"SCALE": 2}
     finally:
@@ -58,9 +60,9 @@ def test_a_helper_function_defined_beside_the_kernel_is_frozen_too():
     try:
         g = ToyGraph(ToyDevice())
         g.record(uses_helper)
-        assert g.replay([1, 2]) == [3, 4]
+        assert g.replay([1, 2]).tolist() == [3, 4]
         SCALE = 100
-        assert g.replay([1, 2]) == [3, 4]
+        assert g.replay([1, 2]).tolist() == [3, 4]
     finally:
         SCALE = 2
 
@@ -142,31 +144,44 @@ def test_freezing_leaves_the_original_kernel_and_its_namespace_alone():
 
 # --- host reads are syncs ----------------------------------------------------------------------
 
+# A sync is host code that needs a Python value (torch: item, tolist, cpu, float/int/bool, print, `in`).
 READS = {
-    "index": lambda b: b[0],
-    "negative index": lambda b: b[-1],
-    "iterate": lambda b: [v for v in b],
-    "list": lambda b: list(b),
-    "sum": lambda b: sum(b),
-    "unpack": lambda b: tuple(b),
-    "in": lambda b: 3 in b,
-    "==": lambda b: b == [1],
-    "item": lambda b: b[0:1].item(),
+    "item": lambda b: b[0].item(),
     "tolist": lambda b: b.tolist(),
-    "float": lambda b: float(b[0:1]),
+    "cpu": lambda b: b.cpu(),
+    "float": lambda b: float(b[0]),
     "int": lambda b: int(b[0:1]),
+    "index()": lambda b: [0, 1, 2, 3, 4, 5][b[1]],
     "bool": lambda b: bool(b[0:1]),
-    "if": lambda b: 1 if b[0:1] else 0,
+    "if": lambda b: 1 if b[0] else 0,
+    "if x[0] > 0": lambda b: 1 if b[0] > 0 else 0,
+    "if sum(x) > 0": lambda b: 1 if sum(b) > 0 else 0,
+    "all((x == v).tolist())": lambda b: all((b == 3).tolist()),
+    "in": lambda b: 3 in b,
     "str": lambda b: str(b),
     "repr": lambda b: repr(b),
     "f-string": lambda b: f"{b}",
+    "format spec": lambda b: f"{b[0]:.2f}",
+    "print": lambda b: print(b[0]),
 }
+# Not syncs: shape, views (indexing, iterating, list(), slicing), device copies, device arithmetic.
 FREE = {
     "len": lambda b: len(b),
     "shape": lambda b: b.shape,
     "slice": lambda b: b[1:],
+    "index": lambda b: b[0],
+    "negative index": lambda b: b[-1],
+    "iterate": lambda b: [v for v in b],
+    "list": lambda b: list(b),
+    "unpack": lambda b: tuple(b),
+    "sum": lambda b: sum(b),
+    "==": lambda b: b == 3,
+    "== list": lambda b: b == [3, 1, 4],
+    "x[0] > 0": lambda b: b[0] > 0,
+    "arithmetic": lambda b: -(b * 2 + 1) / 3 - b[0],
     "address": lambda b: b.address,
     "copy_": lambda b: b.copy_([0] * len(b)),
+    "clone": lambda b: b.clone(),
 }
 
 
@@ -191,10 +206,57 @@ def test_each_host_read_during_capture_is_a_capture_error(name):
 
 
 @pytest.mark.parametrize("name", sorted(FREE))
-def test_shape_slices_and_copies_are_not_syncs(name):
+def test_views_shape_copies_and_device_arithmetic_are_not_syncs(name):
     dev = ToyDevice()
     FREE[name](dev.tensor([3, 1, 4]))
     assert dev.sync_count == 0
+    assert not [e for e in dev.timeline.events if e.kind == "sync"]
+
+
+@pytest.mark.parametrize("name", sorted(FREE))
+def test_views_shape_copies_and_device_arithmetic_are_legal_during_capture(name):
+    dev = ToyDevice()
+    x = dev.tensor([3, 1, 4])
+    g = ToyGraph(dev)
+    with graph(g):
+        FREE[name](launch(lambda v: v, x))
+    assert g.state == "captured" and dev.sync_count == 0
+
+
+def test_device_arithmetic_and_compares_are_kernels_that_replay():
+    """`if x[0] > 0` in torch: `>` launches a compare kernel, the `if` (bool) is the sync."""
+    dev = ToyDevice()
+    x = dev.tensor([5, -6])
+    g = ToyGraph(dev)
+    with graph(g):
+        h = launch(lambda v: [a * 2 for a in v], x, name="double")
+        positive = h[0] > 0  # a compare kernel, recorded: no sync
+        total = sum(h)  # 0 + h[0] + h[1]: add kernels, recorded
+        shifted = h - h[1] + [1, 2]  # broadcast a one-element buffer; a host list is baked
+    assert [n.name for n in g.nodes] == ["double", ">", "r+", "+", "-", "+"]
+    x.copy_([-1, 3])
+    g.replay()
+    assert (positive.item(), total.item(), shifted.tolist()) == (False, 4, [-7, 2])
+    assert dev.sync_count == 3
+    eq = dev.tensor([1, 2, 3]) == [1, 0, 3]
+    assert eq.tolist() == [True, False, True] and (dev.tensor([2]) != 2).item() is False
+    assert ((dev.tensor([7, 8]) >= dev.tensor([8])) == [False, True]).tolist() == [True, True]
+
+
+def test_a_view_from_indexing_or_iterating_aliases_the_static_output():
+    """list(out) is a list of views: the next replay overwrites every element (torch: unbind)."""
+    dev = ToyDevice()
+    g = ToyGraph(dev)
+    g.record(lambda t: [(3 * t[0] + 1) % 50])
+    out = g.replay([7])
+    views = []
+    for _ in range(4):
+        views.append(out[0])  # a view of the static output: no sync, no copy
+        out = g.replay(out)
+    assert dev.sync_count == 0
+    assert {v.item() for v in views} == {out.item()}, "every entry reads what the last replay left"
+    (first,) = out
+    assert first.is_view and first.address == out.address
 
 
 def test_kernels_reading_buffers_are_not_syncs():
@@ -212,16 +274,31 @@ def test_kernels_reading_buffers_are_not_syncs():
     assert y2.tolist() == [10, 11, 12] and dev.sync_count == 1
 
 
-def test_reading_a_token_every_step_is_not_sync_free_any_more():
+def test_reading_a_token_every_step_with_item_or_int_is_one_sync_a_token():
     dev = ToyDevice()
     g = ToyGraph(dev)
     g.record(lambda t: [(3 * t[0] + 1) % 50])
     out = g.replay([7])
     tokens = []
     for _ in range(5):
-        tokens.append(out[0])  # indexing the output from Python: a sync every token
+        tokens.append(out.item())  # a Python value from device memory: a sync every token
+        tokens.append(int(out[0]))  # int() too
         out = g.replay(out)  # device to device: no sync
-    assert dev.sync_count == 5
+    assert dev.sync_count == 10
+    assert tokens[::2] == tokens[1::2] and len(set(tokens)) > 1
+
+
+def test_arithmetic_inside_a_kernel_and_buffers_of_values_are_refused_with_advice():
+    dev = ToyDevice()
+    w = dev.tensor([1, 2])
+    with pytest.raises(InvalidArgumentError, match="inside a kernel"):
+        launch(lambda v: [a + 1 for a in (w + 1)], dev.tensor([0, 0]))
+    with pytest.raises(InvalidArgumentError, match="Pass the buffer itself.*tolist"):
+        dev.tensor(list(w))
+    with pytest.raises(InvalidArgumentError, match="no gather or mask indexing"):
+        w[w > 1]
+    with pytest.raises(tg.ShapeMismatchError):
+        w + dev.tensor([1, 2, 3])
 
 
 def test_truth_value_of_several_values_is_ambiguous_as_for_a_tensor():
@@ -349,7 +426,8 @@ def test_buffer_contents_stay_live_across_replays(weights_and_updates, data):
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.sampled_from(sorted(READS) + sorted(FREE) + ["replay", "launch"]), max_size=25))
 def test_sync_count_is_the_number_of_host_reads(ops):
-    """Whatever host code does, the device counts exactly one sync per read, and none for kernels or replays."""
+    """Whatever host code does, the device counts exactly one sync per Python value read, none for views,
+    device arithmetic, kernels or replays."""
     dev = ToyDevice()
     g = ToyGraph(dev)
     g.record(lambda v: [a + 1 for a in v])
@@ -364,9 +442,55 @@ def test_sync_count_is_the_number_of_host_reads(ops):
             READS[op](out)
             reads += 1
         else:
-            FREE[op](dev.tensor([1, 2, 3]))
+            FREE[op](out)
     assert dev.sync_count == reads
     assert sum(e.kind == "sync" for e in dev.timeline.events) == reads
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(numbers, min_size=1, max_size=6), st.lists(st.lists(numbers, min_size=1, max_size=6), max_size=4))
+def test_views_of_the_static_output_read_the_latest_replay_and_copies_keep_theirs(first, later):
+    """Views (out[i], list(out)) alias the static output; .tolist() and .clone() keep the values of their time."""
+    n = len(first)
+    later = [(v * n)[:n] for v in later]
+    dev = ToyDevice()
+    g = ToyGraph(dev)
+    g.record(lambda v: [a * 3 for a in v])
+    out = g.replay(first)
+    views, on_host, on_device = list(out), out.tolist(), out.clone()
+    last = first
+    for x in later:
+        g.replay(x)
+        last = x
+    assert [v.item() for v in views] == [a * 3 for a in last]
+    assert on_host == [a * 3 for a in first] and on_device.tolist() == on_host
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(numbers, min_size=1, max_size=6), st.data())
+def test_device_arithmetic_equals_host_arithmetic_without_a_sync(values, data):
+    """Every element-wise op on a buffer computes what the same op on its values computes, on the device."""
+    import operator
+    ops = {"+": operator.add, "-": operator.sub, "*": operator.mul, "==": operator.eq, "!=": operator.ne,
+           "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+    symbol = data.draw(st.sampled_from(sorted(ops)))
+    kind = data.draw(st.sampled_from(["scalar", "buffer", "one-element buffer", "list", "reflected"]))
+    dev = ToyDevice()
+    buf = dev.tensor(values)
+    other = data.draw(numbers) if kind in ("scalar", "reflected") else data.draw(
+        st.lists(numbers, min_size=1 if kind == "one-element buffer" else len(values),
+                 max_size=1 if kind == "one-element buffer" else len(values)))
+    op = ops[symbol]
+    if kind == "reflected":
+        got, want = op(other, buf), [op(other, v) for v in values]
+    elif kind == "scalar":
+        got, want = op(buf, other), [op(v, other) for v in values]
+    elif kind == "list":
+        got, want = op(buf, other), [op(v, w) for v, w in zip(values, other)]
+    else:
+        got, want = op(buf, dev.tensor(other)), [op(v, w) for v, w in zip(values, other * len(values))]
+    assert dev.sync_count == 0
+    assert got.tolist() == want and dev.sync_count == 1
 
 
 @settings(max_examples=80, deadline=None)
@@ -406,3 +530,16 @@ def test_any_host_read_during_capture_invalidates_it(name, values):
         with graph(g):
             READS[name](launch(lambda v: v, x))
     assert g.state == "invalidated" and dev.sync_count == 0
+
+
+def test_a_kernel_cannot_smuggle_device_values_into_host_memory():
+    """A kernel writes only its output: appending to a host list from inside it reaches a frozen copy, not the list."""
+    dev = ToyDevice()
+    leaked = []
+    x = dev.tensor([4, 5])
+    launch(lambda v: leaked.extend(v) or v, x)  # eager
+    g = ToyGraph(dev)
+    with graph(g):
+        launch(lambda v: leaked.extend(v) or v, x)
+    g.replay()
+    assert leaked == [] and dev.sync_count == 0, "values reach the host only through a read, which is a sync"

@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 from .capture import ToyGraph, launch
 from .errors import InvalidArgumentError
-from .memory import ToyDevice, _check_values, default_device
+from .memory import Buffer, ToyDevice, _check_values, default_device
 
 
 class EagerFallbackWarning(UserWarning):
@@ -64,9 +64,9 @@ def bucket_for(batch_size: int, buckets: Sequence[int]) -> int | None:
 
 
 def pad_to(batch: Sequence, size: int, pad_value: object = 0) -> list:
-    """The batch as a list, padded with pad_value up to size rows."""
+    """The batch as a list, padded with pad_value up to size rows (a buffer's values are read on the device)."""
     _check_size("size", size)
-    rows = list(batch)
+    rows = _check_values(batch, "the batch")
     if len(rows) > size:
         raise InvalidArgumentError(f"cannot pad a batch of {len(rows)} down to {size}: pick a bucket of at least {len(rows)}.")
     return rows + [pad_value] * (size - len(rows))
@@ -138,8 +138,14 @@ class BucketedGraphs:
             self.graphs[b] = g
         self.batch_sizes: list[int] = []
 
-    def run(self, batch: Sequence) -> list:
-        """The step's output for this batch: graphed in its bucket, or eager with a warning above the largest."""
+    def run(self, batch: Sequence) -> Buffer:
+        """The step's output for this batch: graphed in its bucket, or eager with a warning above the largest.
+
+        Graphed, it is a *view* of the bucket's static output (its first rows): no copy and no sync,
+        as serving engines hand back a slice of their output buffer; the next run of the same bucket
+        overwrites it. Keep it with ``.tolist()`` (to the host, a sync) or ``.clone()`` (on the device).
+        Eager (above the largest bucket), it is a new buffer.
+        """
         values = _check_values(batch, "the batch")
         if not values:
             raise InvalidArgumentError("the batch is empty: a step needs at least one request.")
@@ -153,9 +159,9 @@ class BucketedGraphs:
             x = self.device.tensor(values)
             for k in self.kernels:
                 x = launch(k, x)
-            return list(x)
+            return x
         out = self.graphs[bucket].replay(pad_to(values, bucket, self.pad_value))
-        return list(out[: len(values)])  # copy out: the next replay overwrites the static output
+        return out[: len(values)]  # a view: the next replay of this bucket overwrites it
 
     def report(self) -> PaddingReport:
         """Padding and eager fallbacks over every batch run so far."""

@@ -1,6 +1,6 @@
 """ToyGraph: record a list of kernels once, capture them at fixed addresses, replay them for one launch.
 
-The seed lesson's example works as it is::
+The example of the seed lesson (the one-page text lesson this course grew from) works as it is::
 
     g = ToyGraph()
     g.record(lambda x: [v * 2 for v in x])
@@ -10,19 +10,24 @@ The seed lesson's example works as it is::
 Around it, the toy enforces what a real CUDA graph enforces:
 
 * The first replay (or an explicit :meth:`ToyGraph.capture`) captures: it allocates the
-  static input and one static buffer per kernel from the graph's private pool, and seals
-  the graph. Recording into a sealed graph is an error: the topology is fixed.
+  static input first, from the ordinary (eager) pool, as PyTorch code allocates its static
+  input before ``with torch.cuda.graph(g):``; then one static buffer per kernel from the
+  graph's private pool; and it seals the graph. Recording into a sealed graph is an error:
+  the topology is fixed.
 * Replay copies new data into the static input, reruns the recorded kernels on the same
-  addresses and returns the static output: the *same* list every time, overwritten by
-  the next replay unless you copy it out.
+  addresses and returns the static output: the *same* buffer every time, overwritten by
+  the next replay unless you copy it out: ``out.clone()`` on the device (no sync) or
+  ``out.tolist()`` to the host (a sync). ``list(out)`` is *not* a copy: it is a list of
+  one-element views of the static output (torch's ``unbind``), overwritten with it.
 * A batch of another size than the captured one is refused (:class:`ShapeMismatchError`).
 * Capture bakes the Python values each kernel reads (its closure variables, the globals it
   names, its default arguments: see :mod:`toygraph.freeze`); rebinding them afterwards
   changes nothing a replay computes. The contents of device buffers stay live.
 * Host code runs once, at capture. A Python ``if`` on a *host* value (a flag, a Python
   number) picks a branch then, and replay repeats that branch forever (frozen control
-  flow). An ``if`` on a *device* value reads it, which is a sync: like ``.item()`` or
-  ``synchronize()`` during capture it raises :class:`CaptureError`.
+  flow). An ``if`` on a *device* value (``if h[0] > 0:``) launches the compare as a kernel,
+  then asks for its truth, which is a sync: like ``.item()`` or ``synchronize()`` during
+  capture it raises :class:`CaptureError`.
 
 Kernels are plain Python functions from lists to a list (or to one value): each input
 buffer arrives as a plain list of its values, read on the device (no sync). The toy runs
@@ -57,6 +62,25 @@ class Node:
     live: dict = field(default_factory=dict)
     """Buffers the kernel reads by name (besides its inputs): device memory, read afresh at every replay."""
 
+    def run(self, executed: list[float]) -> None:
+        """Run the kernel on the current contents of its inputs and write its static output (at replay)."""
+        result = _run_kernel(self.fn, self.inputs, self.name)
+        if len(result) != len(self.output):
+            raise ShapeMismatchError(len(self.output), len(result), what=f"output of kernel {self.name!r}")
+        self.output._write(result)
+        executed.append(self.kernel_us)
+
+
+def kernel_nodes(nodes: Sequence) -> list[Node]:
+    """Every kernel node of a graph, including those inside conditional nodes' bodies, in recording order."""
+    found: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Node):
+            found.append(node)
+        for body in getattr(node, "bodies", ()):
+            found += kernel_nodes(body)
+    return found
+
 
 def _same(values: list) -> list:
     return values
@@ -85,7 +109,8 @@ def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: floa
            out: Buffer | None = None) -> Buffer:
     """Launch one kernel on device buffers: eagerly it runs now and costs a launch; during capture it is recorded.
 
-    During capture the kernel is frozen: the Python values it reads are baked (toygraph.freeze).
+    The kernel is frozen (toygraph.freeze): the Python values it reads are taken as they are now, and
+    baked into the graph during capture; it can write nothing but its output, as a GPU kernel can.
     `out=` writes the result into an existing buffer (in place, like `torch.add(a, b, out=c)`).
     """
     if not callable(fn):
@@ -103,19 +128,20 @@ def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: floa
     graph = device.capturing
     label = _kernel_name(fn, name, len(graph.nodes) if graph else 0)
     us = device.clock.cost.kernel_us if kernel_us is None else float(kernel_us)
-    frozen = freeze(fn) if graph is not None else Frozen(fn)
+    frozen = freeze(fn)  # eagerly too: a kernel reads host values as they are now, and can write none
     result = _run_kernel(frozen.fn, inputs, label)
     if out is not None:
         if len(result) != len(out):
             raise ShapeMismatchError(len(out), len(result), what=f"output of kernel {label!r} (out=)")
-        out._write(result)
+        if graph is None or not graph._body_depth:  # a conditional body is recorded, not run, at capture
+            out._write(result)
         output = out
     else:
         output = device._alloc(result, graph.pool if graph is not None else device.eager_pool)
     if graph is None:
         device.clock.launch(label, us)
     else:
-        graph.nodes.append(Node(label, frozen.fn, tuple(inputs), output, us, frozen.values, frozen.buffers))
+        graph._sink.append(Node(label, frozen.fn, tuple(inputs), output, us, frozen.values, frozen.buffers))
     return output
 
 
@@ -137,6 +163,9 @@ class ToyGraph:
         self._op_names: list[str | None] = []
         self._op_kernel_us: list[float | None] = []
         self._invalid_reason = ""
+        self._sink: list = self.nodes  # where launches are recorded: the graph, or a conditional node's body
+        self._body_depth = 0
+        self._before_replay: list[Callable[[], None]] = []  # host work before each launch (RNG offsets)
 
     # recording -------------------------------------------------------------
     def record(self, fn: Kernel, *, name: str | None = None, kernel_us: float | None = None) -> None:
@@ -165,15 +194,15 @@ class ToyGraph:
         values = _check_values(example, "the example input")
         if not values:
             raise InvalidArgumentError("the example input is empty: capture with a batch of at least one value.")
+        static_input = self.device.tensor(values)  # before capture, from the ordinary pool, as in PyTorch
         with graph(self):
-            static_input = self.device.tensor(values)
             if program is None:
                 out = static_input
                 for i, fn in enumerate(self.ops):
                     out = launch(fn, out, name=self._op_names[i] or _kernel_name(fn, None, i), kernel_us=self._op_kernel_us[i])
             else:
                 out = program(static_input)
-        if not isinstance(out, Buffer) or not any(out._storage is n.output._storage for n in self.nodes):
+        if not isinstance(out, Buffer) or not any(out._storage is n.output._storage for n in kernel_nodes(self.nodes)):
             self._invalidate("a program that did not return a buffer written during capture")
             raise InvalidArgumentError(
                 "the captured program must return the buffer its last kernel wrote (the value of a launch(...) "
@@ -204,12 +233,12 @@ class ToyGraph:
             raise GraphStateError("cannot replay a graph while it is still capturing: leave the `with graph(g):` block first.")
         if x is not None:
             self.copy_in(x)
+        for prologue in self._before_replay:  # e.g. a generator writes this replay's RNG offset
+            prologue()
+        executed: list[float] = []
         for node in self.nodes:
-            result = _run_kernel(node.fn, node.inputs, node.name)
-            if len(result) != len(node.output):
-                raise ShapeMismatchError(len(node.output), len(result), what=f"output of kernel {node.name!r}")
-            node.output._write(result)
-        self.device.clock.replay(self.name, [n.kernel_us for n in self.nodes])
+            node.run(executed)
+        self.device.clock.replay(self.name, executed, n_nodes=len(self.nodes))
         self.replays += 1
         return self.static_output  # type: ignore[return-value]
 
@@ -225,26 +254,40 @@ class ToyGraph:
             raise ShapeMismatchError(len(self.static_input), len(values))
         self.static_input._write(values)
 
-    def _record_copy(self, target: Buffer, source: Buffer | None, values: list) -> None:
-        """A copy_ during capture is a node too: from a buffer it reads it at replay, from host values they are baked."""
+    def _record_copy(self, target: Buffer, source: Buffer | None, values: list) -> bool:
+        """A copy_ during capture is a node too: from a buffer it reads it at replay, from host values they are baked.
+
+        Host values are baked as a kernel argument is: this mirrors ``fill_(scalar)`` or a small
+        list handed to a kernel. A real captured host-to-device ``copy_`` is different: its memcpy
+        node records the *host pointer* and reads host memory again at every replay (pinned memory;
+        from pageable memory it is a known hazard), so changing that host memory between replays
+        changes what the graph copies. The toy has no host tensors, so it cannot show that.
+
+        Returns whether to write the values now (not while recording a conditional node's body).
+        """
         if source is not None:
-            self.nodes.append(Node("copy_", _same, (source,), target, self.device.clock.cost.kernel_us))
+            self._sink.append(Node("copy_", _same, (source,), target, self.device.clock.cost.kernel_us))
         else:
             baked = list(values)
-            self.nodes.append(Node("copy_", lambda: list(baked), (), target, self.device.clock.cost.kernel_us,
+            self._sink.append(Node("copy_", lambda: list(baked), (), target, self.device.clock.cost.kernel_us,
                                    {"values": baked}))
+        return not self._body_depth
 
     # looking inside ---------------------------------------------------------
     @property
     def memory_bytes(self) -> int:
-        """Bytes held by this graph's private pool."""
+        """Bytes held by this graph's private pool (the static input is not in it: it was allocated before capture).
+
+        Simplified: the pool keeps every buffer allocated during capture; see :mod:`toygraph.memory`
+        for how PyTorch's pools reuse freed blocks and hold whole segments.
+        """
         return self.pool.used_bytes
 
     @property
     def addresses(self) -> dict[str, int]:
         """Address of the static input and of each kernel's static output buffer."""
         out = {"static_input": self.static_input.address} if self.static_input is not None else {}
-        out.update({n.name: n.output.address for n in self.nodes})
+        out.update({n.name: n.output.address for n in kernel_nodes(self.nodes)})
         return out
 
     def __repr__(self) -> str:
@@ -279,9 +322,11 @@ def graph(g: ToyGraph, pool: MemoryPool | None = None) -> Iterator[ToyGraph]:
         device.capturing = None
     g.state = "captured"
     if g.static_input is None:
-        written = {id(n.output._storage) for n in g.nodes}
-        external = {id(b._storage): (b if b.base is None else b.base) for n in g.nodes for b in n.inputs if id(b._storage) not in written}
+        every = kernel_nodes(g.nodes)
+        written = {id(n.output._storage) for n in every}
+        external = {id(b._storage): (b if b.base is None else b.base) for n in every for b in n.inputs
+                    if id(b._storage) not in written}
         if len(external) == 1:
             g.static_input = next(iter(external.values()))
-        if g.nodes:
-            g.static_output = g.nodes[-1].output
+        if every:
+            g.static_output = every[-1].output

@@ -18,6 +18,10 @@ The toy does the same to the Python function it records. When a kernel is captur
   (or notebook) that the kernel calls. Containers (lists, dicts, sets, tuples) and other
   objects are deep-copied.
 
+Every launch freezes its kernel, eager ones too: a kernel reads host values as they are at
+its launch and can write nothing but its output (appending to a host list from inside a kernel
+appends to a copy), so device values reach the host only through a read, which is a sync.
+
 What stays **live** (read at replay, as on a GPU): toy device buffers (and the devices,
 pools and graphs they belong to), whose contents are the device memory a kernel reads.
 
@@ -58,7 +62,8 @@ class Frozen:
     """Names of values that could not be copied and stay live (a simplification; see the module's docstring)."""
 
 
-def _global_names(code: types.CodeType) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
     """Names the code (and code nested in it, e.g. a list comprehension) loads as globals, in order."""
     names: list[str] = []
     for ins in dis.get_instructions(code):
@@ -67,7 +72,7 @@ def _global_names(code: types.CodeType) -> list[str]:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names += [n for n in _global_names(const) if n not in names]
-    return names
+    return tuple(names)
 
 
 class _Freezer:

@@ -7,28 +7,58 @@ into its static input.
 
 A :class:`Buffer` behaves as a CUDA tensor does towards host code:
 
-* **Reading its values on the host is a sync.** Indexing (``buf[0]``), iterating
-  (``for v in buf``, ``list(buf)``, ``sum(buf)``), ``==``, ``bool(buf)`` (an ``if`` on it),
-  ``float(buf)``, printing it, ``.item()`` and ``.tolist()`` each make the CPU wait for the
-  GPU: one sync each, counted in ``device.sync_count`` and drawn on the timeline, and a
-  :class:`CaptureError` during capture. ``len(buf)`` is shape, not data: free.
+* **A sync is host code that needs a Python value.** ``.item()``, ``.tolist()``, ``.cpu()``,
+  ``float(buf)``, ``int(buf)``, ``bool(buf)`` (so ``if buf:`` and ``if buf[0] > 0:``: the sync
+  is the ``bool``, not the ``[0]`` or the ``>``), printing it (``str``, ``repr``, f-strings),
+  ``v in buf`` and ``device.synchronize()`` each make the CPU wait for the GPU: one sync each,
+  counted in ``device.sync_count`` and drawn on the timeline, and a :class:`CaptureError`
+  during capture.
+* **Indexing and iterating give views, not values.** ``buf[i]`` is a one-element view (torch
+  gives a 0-d tensor, ``select``); ``for v in buf``, ``list(buf)`` and unpacking yield one view
+  per element (torch's ``__iter__`` is ``unbind(0)``). None of them reads device memory, so none
+  is a sync, and they are legal during capture. ``list(out)`` is therefore *not* a copy: its
+  elements alias the static output and read whatever the next replay writes there. Copy out
+  with ``.tolist()`` (to the host: a sync) or ``.clone()`` (on the device: no sync).
+* **Arithmetic and comparisons are kernels.** ``buf == 3``, ``buf > other``, ``buf + 1``,
+  ``-buf``, ``sum(buf)`` (``0 + buf[0] + buf[1] ...``) each launch a small element-wise kernel
+  (recorded during capture) and return a new buffer: no sync, as in torch. Only asking for its
+  truth (``bool``, ``if``) syncs.
 * **Kernels read buffers on the device**: what a kernel reads, inside :func:`launch` or a
-  replay, is never a sync.
+  replay, is never a sync. Inside a kernel a buffer it names reads like a list of values.
 * **A slice is a view**: ``buf[1:3]`` shares storage with ``buf`` (writes through either
   are seen by both) and reads nothing, so it is free, as a tensor slice is.
+* ``len(buf)`` and ``buf.shape`` are shape, known on the host: free.
 
-Where the toy simplifies: values are Python objects of 4 bytes each (a float32's size);
-copies into a buffer (``copy_``, a replay's copy-in) cost nothing on the timeline; and
-capacity is checked against the bytes buffers hold, not the 512-byte blocks they occupy.
+Where the toy simplifies, said plainly:
+
+* Values are Python objects of 4 bytes each (a float32's size); there is one dimension, and
+  ``buf[i]`` is a one-element view of shape ``(1,)`` where torch gives a 0-d tensor of shape
+  ``()`` (so ``buf[i].tolist()`` is ``[v]`` here and ``v`` in torch).
+* Element-wise ops broadcast only a Python number or a one-element buffer; there are no
+  dtypes (``buf > 0`` holds Python bools).
+* The toy has no op whose output *shape* depends on the data. In torch those sync too, because
+  the host must learn the shape: ``x.nonzero()``, boolean-mask indexing ``x[mask]``,
+  ``masked_select``, ``unique``, ``repeat_interleave`` without ``output_size``.
+* Copies into a buffer (``copy_``, a replay's copy-in) cost nothing on the timeline; capacity
+  is checked against the bytes buffers hold, not the 512-byte blocks they occupy.
+* Graph memory: every buffer allocated during capture stays in the graph's pool for the
+  graph's life, so a pool holds the *sum* of a step's intermediates. PyTorch's allocator
+  accounts, allocates and frees during capture exactly as in an eager run, so an intermediate
+  freed during capture is reused by a later one (a pool holds about the *peak* of live
+  tensors); a private pool also holds whole segments (at least one 2 MiB segment for small
+  blocks, ``kSmallBuffer``), so a real graph's footprint is far above the toy's bytes; and
+  serving engines capture every bucket into *one shared pool*
+  (``pool=torch.cuda.graph_pool_handle()``), largest first. Lessons 03 and 04 measure it.
 """
 
 from __future__ import annotations
 
 import copy
+import operator
 import weakref
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .errors import CaptureError, InvalidArgumentError, OutOfMemoryError, ShapeMismatchError
 from .timeline import Clock, CostModel, Timeline
@@ -99,7 +129,14 @@ def _check_values(values: object, what: str = "data") -> list:
         return values._read()
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InvalidArgumentError(f"{what} must be a list of values such as [1, 2, 3], got {values!r} ({type(values).__name__}).")
-    return list(values)
+    values = list(values)
+    if any(isinstance(v, Buffer) for v in values):
+        raise InvalidArgumentError(
+            f"{what} holds device buffers (views such as buf[i], or the elements of list(buf)), not values. "
+            f"Pass the buffer itself (a copy on the device, no sync), or host values from buf.tolist() "
+            f"(a sync)."
+        )
+    return values
 
 
 class MemoryPool(_DeviceObject):
@@ -157,7 +194,7 @@ class Buffer(_DeviceObject):
             for i, v in zip(self._indices(), new):
                 values[i] = v
 
-    # host-side reads: each one a sync ----------------------------------------------------
+    # host-side reads: each one a sync (a Python value from device memory) ----------------------------------------------------
     def _host_read(self, what: str, explicit: bool = False) -> list:
         if not _IN_KERNEL.get():
             implicit = not explicit and self.device.capturing is not None
@@ -177,26 +214,34 @@ class Buffer(_DeviceObject):
         return self._one(".item()")
 
     def tolist(self) -> list:
-        """A plain-list copy of the values; a sync, like `.tolist()` or `.cpu()` on a GPU tensor."""
+        """A plain-list copy of the values on the host; a sync, as `.tolist()` on a GPU tensor."""
         return self._host_read(".tolist()", explicit=True)
 
+    def cpu(self) -> list:
+        """The values copied to the host; a sync, as `.cpu()` on a GPU tensor.
+
+        The toy has no host tensors, so this returns a plain list, as :meth:`tolist` does.
+        """
+        return self._host_read(".cpu()", explicit=True)
+
     def __iter__(self) -> Iterator:
-        return iter(self._host_read("iterating over a buffer (for v in buf, list(buf), sum(buf))"))
+        if _IN_KERNEL.get():  # a kernel naming a buffer reads its values on the device
+            return iter(self._read())
+        # one view per element, as torch's Tensor.__iter__ (unbind(0)): reads nothing, no sync
+        return (self._view(slice(i, i + 1)) for i in range(self._length))
 
     def __contains__(self, value: object) -> bool:
         return value in self._host_read("`in` on a buffer")
 
-    def __eq__(self, other: object) -> bool:
-        mine = self._host_read("comparing a buffer with ==")
-        return mine == (other._read() if isinstance(other, Buffer) else other)
-
-    __hash__ = None  # type: ignore[assignment]  (mutable, like a list)
+    __hash__ = object.__hash__  # by identity, as a tensor's hash is
 
     def __bool__(self) -> bool:
         if self._length != 1:
             raise InvalidArgumentError(
                 f"the truth value of a buffer of {self._length} values is ambiguous (as for a tensor): "
-                f"decide on the device with a kernel, or read the values with .tolist() and use any() or all()."
+                f"decide on the device with a kernel, or read the values with .tolist() and use any() or all(). "
+                f"(`buf == [...]` compares on the device and gives a buffer; to compare on the host: "
+                f"buf.tolist() == [...], a sync.)"
             )
         return bool(self._host_read("bool(buf), an `if` on a device value")[0])
 
@@ -206,10 +251,109 @@ class Buffer(_DeviceObject):
     def __int__(self) -> int:
         return int(self._one("int(buf)"))  # type: ignore[call-overload]
 
+    def __index__(self) -> int:
+        value = self._one("using a buffer as an index (operator.index)")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgumentError(f"only a buffer holding a whole number can be an index, got {value!r}.")
+        return value
+
     def __str__(self) -> str:
         return str(self._host_read("printing a buffer"))
 
     __repr__ = __str__
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self)
+        return format(self._one(f"formatting a buffer (f'{{buf:{spec}}}')"), spec)
+
+    # element-wise arithmetic and comparisons: small kernels on the device, no sync ------------
+    def _elementwise(self, other: object, op: Callable, symbol: str, reflected: bool = False) -> "Buffer":
+        if _IN_KERNEL.get():
+            raise InvalidArgumentError(
+                f"`{symbol}` on a buffer inside a kernel: a kernel works on values. If the buffer came "
+                f"from buf[i] on the host, that is a view, not a number: read the number with .item() "
+                f"(a sync, outside capture) before launching, or pass the buffer as an input of launch() "
+                f"(read live at every replay), or index it inside the kernel (buf[i] there is a value)."
+            )
+        from .capture import launch
+        name = f"{'r' if reflected else ''}{symbol}"
+        if isinstance(other, Buffer):
+            n, m = self._length, other._length
+            if n != m and 1 not in (n, m):
+                raise ShapeMismatchError(n, m, what=f"operand of `{symbol}`")
+            size = max(n, m)
+
+            def pairwise(a: list, b: list) -> list:
+                a, b = (a * size if len(a) == 1 else a), (b * size if len(b) == 1 else b)
+                return [op(y, x) if reflected else op(x, y) for x, y in zip(a, b)]
+            return launch(pairwise, self, other, name=name)
+        if isinstance(other, (bool, int, float, complex)):
+            scalar = other  # a kernel argument: baked at capture
+
+            def with_scalar(a: list) -> list:
+                return [op(scalar, x) if reflected else op(x, scalar) for x in a]
+            return launch(with_scalar, self, name=name)
+        if isinstance(other, (list, tuple)) and not any(isinstance(v, Buffer) for v in other):
+            if len(other) not in (1, self._length):
+                raise ShapeMismatchError(self._length, len(other), what=f"operand of `{symbol}`")
+            constant = list(other) * (self._length if len(other) == 1 else 1)  # host values: baked
+
+            def with_constant(a: list) -> list:
+                return [op(y, x) if reflected else op(x, y) for x, y in zip(a, constant)]
+            return launch(with_constant, self, name=name)
+        return NotImplemented
+
+    def __eq__(self, other: object) -> "Buffer":  # type: ignore[override]
+        return self._elementwise(other, operator.eq, "==")
+
+    def __ne__(self, other: object) -> "Buffer":  # type: ignore[override]
+        return self._elementwise(other, operator.ne, "!=")
+
+    def __lt__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.lt, "<")
+
+    def __le__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.le, "<=")
+
+    def __gt__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.gt, ">")
+
+    def __ge__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.ge, ">=")
+
+    def __add__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.add, "+")
+
+    def __radd__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.add, "+", reflected=True)
+
+    def __sub__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.sub, "-")
+
+    def __rsub__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.sub, "-", reflected=True)
+
+    def __mul__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.mul, "*")
+
+    def __rmul__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.mul, "*", reflected=True)
+
+    def __truediv__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.truediv, "/")
+
+    def __rtruediv__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.truediv, "/", reflected=True)
+
+    def __floordiv__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.floordiv, "//")
+
+    def __mod__(self, other: object) -> "Buffer":
+        return self._elementwise(other, operator.mod, "%")
+
+    def __neg__(self) -> "Buffer":
+        return self._elementwise(-1, operator.mul, "neg")
 
     def __len__(self) -> int:
         return self._length
@@ -229,7 +373,7 @@ class Buffer(_DeviceObject):
         """True when this buffer is a slice of another and shares its storage."""
         return self.base is not None
 
-    # indexing: an int reads (a sync), a slice makes a view (free) ------------------------
+    # indexing: an int or a slice makes a view (no sync) --------------------------------------
     def _position(self, index: int) -> int:
         if index < 0:
             index += self._length
@@ -248,15 +392,24 @@ class Buffer(_DeviceObject):
                       self.device, self.pool, base)
 
     def __getitem__(self, key: int | slice) -> "object | Buffer":
+        """A view: `buf[1:3]` of those values, `buf[i]` of one value (a 0-d tensor in torch). No sync.
+
+        Inside a kernel, `buf[i]` is the value itself: the GPU reading its own memory.
+        """
         if isinstance(key, slice):
             return self._view(key)
+        if isinstance(key, Buffer):
+            raise InvalidArgumentError(
+                "indexing a buffer with a buffer: the toy has no gather or mask indexing. In torch, "
+                "x[mask] with a bool mask syncs (the host must learn the result's size); x[idx] with an "
+                "integer tensor gathers on the device. Launch a kernel that does it instead."
+            )
         if isinstance(key, bool) or not isinstance(key, int):
             raise InvalidArgumentError(f"a buffer is indexed by an int or a slice, got {key!r}.")
         position = self._position(key)
-        if not _IN_KERNEL.get():
-            self.device.synchronize(what=f"reading buf[{key}] on the host",
-                                    advice=_READ_ADVICE if self.device.capturing is not None else None)
-        return self._storage.values[self._offset + position * self._step]
+        if _IN_KERNEL.get():
+            return self._storage.values[self._offset + position * self._step]
+        return self._view(slice(position, position + 1))
 
     def __setitem__(self, key: int | slice, value: object) -> None:
         if isinstance(key, slice):
@@ -277,9 +430,8 @@ class Buffer(_DeviceObject):
         else:
             new = [values] * self._length
         graph = self.device.capturing
-        if graph is not None:
-            graph._record_copy(self, values if isinstance(values, Buffer) else None, new)
-        self._write(new)
+        if graph is None or graph._record_copy(self, values if isinstance(values, Buffer) else None, new):
+            self._write(new)
         return self
 
     def clone(self) -> "Buffer":

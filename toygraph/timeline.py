@@ -6,12 +6,12 @@ issued and the previous kernel has finished. A sync makes the CPU wait until the
 idle. When launches cost more than kernels, the GPU sits idle between kernels: the
 launch tax that CUDA graphs remove.
 
-Default costs come from reference figures measured on one NVIDIA H200 (2026-11-30, torch
-2.11.0+cu130, each the mean of 200 iterations after 20 warm-ups); the graph launch's costs
-are those of NVIDIA's technical blog post "Constant Time Launch for Straight-Line CUDA Graphs". Each
-field of :class:`CostModel` says where its number comes from. They are one machine's prices:
-launch cost depends on the op, the torch version and the machine (the course's own benchmark,
-``python -m graphcourse.bench``, measures its own; lesson 02 sets the two side by side).
+Default costs come from the course's own benchmark (``python -m graphcourse.bench`` on a GPU,
+recorded in ``data/gpu_reference.json``): ``python -m graphcourse.toy_prices`` derives them and
+writes :mod:`toygraph.prices`, which holds each figure with its provenance (GPU, torch, date,
+which measurement, median and spread); :func:`describe_prices` prints them. They are one
+machine's prices: launch cost depends on the op, the torch version and the machine, and a
+kernel inside a model costs more to launch than a bare one (lesson 02 explains why).
 """
 
 from __future__ import annotations
@@ -20,23 +20,24 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from .errors import InvalidArgumentError
+from .prices import PRICES, SOURCE
 
 
 @dataclass(frozen=True)
 class CostModel:
-    """What each action costs in microseconds on the toy machine."""
+    """What each action costs in microseconds on the toy machine (defaults: toygraph.prices)."""
 
-    launch_us: float = 12.0
-    """CPU time to launch one kernel eagerly (H200 reference figures: 12.0-12.6 µs per kernel on that machine)."""
-    kernel_us: float = 1.07
-    """GPU time of one tiny kernel (H200 reference figures: a 1000-node replayed chain ran at 1.07 µs per node)."""
-    graph_launch_us: float = 2.5
-    """CPU time to launch a whole graph (NVIDIA, CUDA 12.6 straight-line graphs: about 2.5 µs)."""
-    graph_node_us: float = 0.001
-    """Extra CPU launch time per graph node (same source: about 1 ns per node)."""
-    sync_us: float = 50.0
-    """CPU time a sync costs on top of waiting (copy back and wake-up), set so one `.item()`
-    per token costs what the H200 reference figures measured: 290 µs against 236 µs a decode step."""
+    launch_us: float = PRICES["launch_us"]["value"]
+    """CPU time to launch one kernel eagerly: a bare launch of a tiny op, measured on a chain of them."""
+    kernel_us: float = PRICES["kernel_us"]["value"]
+    """GPU time of one tiny kernel: the time per node of a long replayed chain."""
+    graph_launch_us: float = PRICES["graph_launch_us"]["value"]
+    """CPU time to launch a whole graph: the time per replay of a one-node graph, replayed back to back."""
+    graph_node_us: float = PRICES["graph_node_us"]["value"]
+    """Extra CPU launch time per graph node (published by NVIDIA, not measured by the course)."""
+    sync_us: float = PRICES["sync_us"]["value"]
+    """CPU time a sync costs on top of waiting (copy back and wake-up), set so that one `.item()` per token
+    costs what the course's decode loop measured."""
 
     def __post_init__(self) -> None:
         for name in ("launch_us", "kernel_us", "graph_launch_us", "graph_node_us", "sync_us"):
@@ -49,7 +50,25 @@ class CostModel:
         return replace(self, **changes)
 
 
-H200_COSTS = CostModel()
+DEFAULT_COSTS = CostModel()
+"""The toy's default prices, from the course's recorded benchmark (toygraph.prices)."""
+H200_COSTS = DEFAULT_COSTS  # the name lessons use: the benchmark was recorded on an H200 (SOURCE["gpu"])
+
+_PRICE_NAMES = {"launch_us": "eager launch", "kernel_us": "tiny kernel", "graph_launch_us": "graph launch",
+                "graph_node_us": "per graph node", "sync_us": "sync", "launch_in_model_us": "launch in a model"}
+
+
+def describe_prices(width: int = 90) -> str:
+    """The toy's default prices, each with its spread and measurement, under one line of provenance."""
+    import textwrap
+    lines = [f"toy prices recorded on {SOURCE['gpu']}, {str(SOURCE['date_utc'])[:10]}, torch {SOURCE['torch']} "
+             f"({SOURCE['command']})"]
+    for name, price in PRICES.items():
+        spread = f"spread {price['spread']:g}" if price["spread"] is not None else "no spread recorded"
+        head = f"{_PRICE_NAMES.get(name, name):>17}: {price['value']:g} µs ({spread})"
+        lines.append(head)
+        lines += textwrap.wrap(price["measurement"], width, initial_indent=" " * 19, subsequent_indent=" " * 19)
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -128,10 +147,11 @@ class Clock:
         self.timeline.events.append(Event("cpu", start, self.cpu_us, f"launch {label}", "launch", self.step))
         self._gpu(self.cpu_us, self.cost.kernel_us if kernel_us is None else kernel_us, label)
 
-    def replay(self, label: str, kernel_us: Sequence[float]) -> None:
-        """One graph launch: the CPU pays once, the GPU runs every node back to back."""
+    def replay(self, label: str, kernel_us: Sequence[float], n_nodes: int | None = None) -> None:
+        """One graph launch: the CPU pays once (plus a little per node), the GPU runs the kernels back to back."""
         start = self.cpu_us
-        self.cpu_us += self.cost.graph_launch_us + self.cost.graph_node_us * len(kernel_us)
+        nodes = len(kernel_us) if n_nodes is None else n_nodes
+        self.cpu_us += self.cost.graph_launch_us + self.cost.graph_node_us * nodes
         self.timeline.events.append(Event("cpu", start, self.cpu_us, f"replay {label}", "graph_launch", self.step))
         for i, us in enumerate(kernel_us):
             self._gpu(self.cpu_us, us, f"{label}[{i}]")

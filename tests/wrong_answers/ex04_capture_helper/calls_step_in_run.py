@@ -10,7 +10,7 @@ def capture_step(dev, step, example, warmup=2):
         static_out = step(static_x)
 
     def run(x):
-        return list(step(dev.tensor(x)))
+        return step(dev.tensor(x)).tolist()
 
     return run
 

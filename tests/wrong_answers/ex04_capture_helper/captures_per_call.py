@@ -12,7 +12,7 @@ def capture_step(dev, step, example, warmup=2):
         with graph(g):
             out = step(static_x)
         g.replay()
-        return list(out)
+        return out.tolist()
 
     return run
 

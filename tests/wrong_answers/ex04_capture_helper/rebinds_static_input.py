@@ -13,7 +13,7 @@ def capture_step(dev, step, example, warmup=2):
         nonlocal static_x
         static_x = dev.tensor(x)
         g.replay()
-        return list(static_out)
+        return static_out.tolist()
 
     return run
 

@@ -12,7 +12,7 @@ def capture_step(dev, step, example, warmup=2):
     def run(x):
         static_x.copy_(x)
         g.replay()
-        return list(static_out)
+        return static_out.tolist()
 
     return run
 

@@ -1,5 +1,5 @@
-# misconception: indexing a device buffer (tok[0]) is not a sync, only .item() is
-# source: lesson 01 (rule 4: any host read of device memory waits for the GPU)
+# misconception: int(tok[0]) is a cheap conversion, not a sync, so reading each token as it comes is free
+# source: lesson 01 (a value on the host waits for the GPU), lesson 05 (the cost of .item())
 # targets: one_sync
 def decode_step(tok):
     return launch(next_token, tok, name="model")
@@ -10,5 +10,5 @@ def decode_on_device(dev, first_token, steps):
     tokens = []
     for _ in range(steps):
         tok = decode_step(tok)
-        tokens.append(tok[0])
+        tokens.append(int(tok[0]))
     return tokens

@@ -1,0 +1,90 @@
+"""A toy graph captured from two streams: fork/join events, a DAG, branches that overlap at replay."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toygraph import CaptureError, ToyDevice
+from toygraph.streams import StreamGraph
+
+
+def capture_fork_join(dev, left_us, right_us):
+    """x -> (left branch on main, right branch on side) -> join kernel on main."""
+    sg = StreamGraph(dev)
+    x = dev.tensor([1, 2, 3])
+    main, side = sg.main, sg.stream("side")
+    with sg.capture():
+        h = main.launch(lambda v: [a * 2 for a in v], x, name="embed", kernel_us=1.0)
+        side.wait_stream(main)                                  # fork
+        a, b = h, h
+        for i, us in enumerate(left_us):
+            a = main.launch(lambda v: [a + 1 for a in v], a, name=f"left{i}", kernel_us=us)
+        for i, us in enumerate(right_us):
+            b = side.launch(lambda v: [a * 3 for a in v], b, name=f"right{i}", kernel_us=us)
+        main.wait_stream(side)                                  # join
+        out = main.launch(lambda p, q: [i + j for i, j in zip(p, q)], a, b, name="join", kernel_us=1.0)
+    return sg, x, out
+
+
+def test_independent_branches_overlap_and_the_join_waits_for_both():
+    dev = ToyDevice()
+    sg, x, out = capture_fork_join(dev, [5.0, 5.0], [8.0])
+    dev.reset_timeline()
+    sg.replay()
+    assert out.tolist() == [2 * v + 2 + 6 * v for v in (1, 2, 3)]
+    assert sg.last_replay_us == pytest.approx(1.0 + max(10.0, 8.0) + 1.0)
+    assert sg.serial_us == pytest.approx(20.0) and sg.last_replay_us < sg.serial_us
+    lanes = {e.lane for e in dev.timeline.events}
+    assert {"cpu", "gpu:main", "gpu:side"} <= lanes
+    side = [e for e in dev.timeline.events if e.lane == "gpu:side"]
+    left = [e for e in dev.timeline.events if e.label.startswith("left")]
+    assert side[0].start_us < left[-1].end_us, "the side branch ran while the main branch was running"
+    join = next(e for e in dev.timeline.events if e.label == "join")
+    assert join.start_us >= max(e.end_us for e in side + left)
+    assert sg.races == []
+
+
+def test_a_side_stream_must_fork_before_launching_and_rejoin_before_capture_ends():
+    dev = ToyDevice()
+    sg = StreamGraph(dev)
+    x = dev.tensor([1])
+    with pytest.raises(CaptureError, match="wait on the capturing stream"):
+        with sg.capture():
+            sg.stream("side").launch(lambda v: v, x)
+    sg = StreamGraph(dev)
+    with pytest.raises(CaptureError, match="cudaErrorStreamCaptureUnjoined.*main.wait_stream\\(side\\)"):
+        with sg.capture():
+            side = sg.stream("side")
+            side.wait_stream(sg.main)
+            side.launch(lambda v: v, x)
+    assert sg.graph.state == "invalidated"
+
+
+def test_two_branches_writing_one_buffer_without_an_event_between_them_are_a_race():
+    dev = ToyDevice()
+    sg = StreamGraph(dev)
+    x, shared = dev.tensor([1]), dev.tensor([0])
+    with sg.capture():
+        side = sg.stream("side")
+        side.wait_stream(sg.main)
+        sg.main.launch(lambda v: [v[0] + 1], x, out=shared, name="main writes")
+        side.launch(lambda v: [v[0] + 2], x, out=shared, name="side writes")
+        sg.main.wait_stream(side)
+    assert sg.races == [("main writes", "side writes")]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(0.5, 20), min_size=1, max_size=5), st.lists(st.floats(0.5, 20), min_size=1, max_size=5))
+def test_replay_takes_the_longest_path_and_computes_what_one_stream_would(left_us, right_us):
+    dev = ToyDevice()
+    sg, x, out = capture_fork_join(dev, left_us, right_us)
+    for values in ([1, 2, 3], [-4, 0, 9]):
+        x.copy_(values)
+        sg.replay()
+        left = [2 * v + len(left_us) for v in values]
+        right = [2 * v * 3 ** len(right_us) for v in values]
+        assert out.tolist() == [p + q for p, q in zip(left, right)]
+        assert sg.last_replay_us == pytest.approx(2.0 + max(sum(left_us), sum(right_us)))
+        assert sg.last_replay_us <= sg.serial_us
