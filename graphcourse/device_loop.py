@@ -213,6 +213,13 @@ class MultiStepDecoder:
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
         self.state.pos.zero_()
+        # The warm-up gave `stream` a cuBLAS workspace from the ordinary pool; a capture would bake its address
+        # into the graph, and torch.compile's CUDAGraph Trees free every cuBLAS workspace when they warm up or
+        # record (cudagraph_trees.clear_cublass_cache): a later replay would use freed memory. Dropping the
+        # workspaces now makes the capture allocate its own in the graph's private pool, as CUDAGraph Trees do.
+        clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+        if clear_workspaces is not None:
+            clear_workspaces()
         self.graph = torch.cuda.CUDAGraph()
         start = time.perf_counter()
         with torch.cuda.graph(self.graph, stream=stream):

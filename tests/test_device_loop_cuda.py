@@ -101,3 +101,46 @@ def test_a_profiler_trace_of_an_eager_step_shows_launches_and_kernels(model: Tin
     assert summary["graph_launches"] == 0
     assert summary["kernel_launches"] >= summary["kernels"] * 0.9 > 20
     assert summary["host_us"] > summary["kernel_us"] * 0.1
+
+
+HAND_GRAPH_THEN_REDUCE_OVERHEAD = r'''
+import torch
+from graphcourse.device_loop import MultiStepDecoder
+from graphcourse.gpu import TinyGPT, greedy_tokens_cached
+
+model = TinyGPT(seed=1).cuda()
+prompt = torch.randint(0, model.config.vocab_size, (8, 3), device="cuda",
+                       generator=torch.Generator("cuda").manual_seed(0))
+reference = greedy_tokens_cached(model, prompt, 32)
+decoder = MultiStepDecoder(model, 8, 4)          # captured by hand first
+
+@torch.compile(mode="reduce-overhead")
+def matmuls(a, b):
+    return (a @ b).relu() @ b
+
+a, b = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
+for _ in range(3):                               # warm-up, record, replay: cuBLAS workspaces cleared
+    matmuls(a, b)
+torch.cuda.empty_cache()
+junk = [torch.full((1 << 20,), 7.0, device="cuda") for _ in range(8)]   # reuse whatever was freed
+decoder.start(prompt)
+same = torch.equal(decoder.generate(32), reference)
+torch.cuda.synchronize()
+print("SAME", same)
+'''
+
+
+def test_a_hand_captured_decode_graph_survives_reduce_overhead_recording_in_the_same_process() -> None:
+    """The benchmark's crash (graph_k4 at batch 8 replayed after reduce-overhead recorded, illegal memory access),
+    reproduced in a child so a crash cannot poison this process; MultiStepDecoder clears the cuBLAS workspaces
+    before capturing so that its graph owns its workspace."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", HAND_GRAPH_THEN_REDUCE_OVERHEAD], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=root)
+    assert done.returncode == 0 and "SAME True" in done.stdout, done.stderr[-2000:]
