@@ -261,8 +261,7 @@ def test_only_warm_up_and_recording_mark_kept_outputs_as_overwritten() -> None:
 
 
 @pytest.mark.parametrize("path", ["notebooks/07_graphs_by_the_compiler.ipynb",
-                                  "notebooks/08_control_flow_on_the_device.ipynb",
-                                  "solutions/07_compile_and_control_flow.ipynb"])
+                                  "notebooks/08_control_flow_on_the_device.ipynb"])
 def test_the_compile_notebooks_keep_the_course_rules_for_code_cells(path: str) -> None:
     """No code line over 100 characters, no `# NBVAL_` comments (tags instead), no error outputs unless tagged."""
     from pathlib import Path
