@@ -59,17 +59,31 @@ EXERCISE_AFTER = {
     "ex04_capture_helper": "03",
     "ex05_diagnose_profiles": "06",
     "ex06_frozen_branch": "06",
+    "ex07_shared_pool": "04",
+    "ex08_padded_kv": "05",
+    "ex09_graphed_aliasing": "03",
+    "ex10_baked_values": "06",
 }
 # What moves out of the room (to before the workshop, or to homework) while the plan is over
-# budget, in this order.
+# budget, in this order. Once it fits, what moved out is offered back, last moved first, and
+# returns wherever it still fits. A lesson or exercise not listed here moves out after the list
+# (exercises first, then lessons, the last first), so that new material never breaks the budget.
 MOVE_OUT = [
     ("lesson", "00", "before the workshop, with the set-up checklist"),
+    ("lesson", "08", "after the workshop: a follow-up session or self-study (conditional nodes, CUDA 12.4+)"),
+    ("lesson", "07", "after the workshop: a follow-up session or self-study (torch.compile's reduce-overhead)"),
+    ("exercise", "ex10_baked_values", "homework"),
+    ("exercise", "ex09_graphed_aliasing", "homework"),
+    ("exercise", "ex08_padded_kv", "homework"),
+    ("exercise", "ex07_shared_pool", "homework"),
     ("exercise", "ex06_frozen_branch", "homework"),
     ("exercise", "ex05_diagnose_profiles", "homework"),
     ("exercise", "ex03_remove_the_sync", "homework"),
     ("lesson", "06", "homework: in the wrap-up, name its eight mistakes with the cheat sheet instead"),
     ("exercise", "ex04_capture_helper", "homework (the longest answer: a class needs it most on a GPU)"),
     ("exercise", "ex01_bucket_picker", "homework"),
+    ("lesson", "01", "before the workshop, as pre-reading (the toy model runs on any laptop); "
+                     "the welcome recaps its theatre picture"),
 ]
 
 
@@ -365,7 +379,13 @@ def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list
     def total(xs):
         return sum(i.minutes for i in xs) + BREAK * (1 if sum(i.minutes for i in xs) > 90 else 0)
 
-    for kind, key, where in MOVE_OUT:
+    listed = {(kind, key) for kind, key, _ in MOVE_OUT}
+    unlisted = [(i.kind, i.key, "homework (not in MOVE_OUT: give it a place there)") for i in reversed(items)
+                if i.kind == "exercise" and (i.kind, i.key) not in listed]
+    unlisted += [(i.kind, i.key, "after the workshop (not in MOVE_OUT: give it a place there)")
+                 for i in reversed(items) if i.kind == "lesson" and (i.kind, i.key) not in listed]
+    original = list(items)
+    for kind, key, where in MOVE_OUT + unlisted:
         if total(items) <= BUDGET:
             break
         for i in items:
@@ -374,6 +394,15 @@ def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list
                 i.note = where
                 moved.append(i)
                 break
+    # choose what fits: offer the exercises that moved out back, the last moved (the most wanted)
+    # first; one that still fits takes its own place in the order of the day. (A lesson that moved
+    # out stays out: where it goes, before or after the workshop, is a decision, not a filler.)
+    for i in reversed(list(moved)):
+        if i.kind == "exercise" and total(items + [i]) <= BUDGET:
+            moved.remove(i)
+            i.note = "" if i.kind != "exercise" or i.key in EXERCISE_AFTER else \
+                "placed last: give it a place in EXERCISE_AFTER"
+            items = [x for x in original if x in items or x is i]
     # one break, at the item boundary nearest half-time
     elapsed, best, at = 0, None, len(items)
     for idx, i in enumerate(items):
@@ -405,8 +434,9 @@ def plan_page(les: list[Lesson], exs: list[Exercise], timings: dict) -> str:
            f"non-blank line of the model answer in `solutions/` (thinking included), and {PER_EXERCISE:g} min to "
            f"run the checks and fix once.",
            f"- The plan must fit {BUDGET} min with a {BREAK}-minute break. While it does not, parts move out of the "
-           f"room in a fixed order (lesson 00 to the week before, then exercises to homework); they are listed "
-           f"under the table.", "",
+           f"room in a fixed order (lesson 00 to the week before, lessons 07-08 to after the workshop, then "
+           f"exercises to homework, lesson 01 to pre-reading); then the exercises that moved out are offered back, "
+           f"the most wanted first, wherever one still fits. What stays out is listed under the table.", "",
            "Treat the times as a floor for a room of beginners: a class of thirty runs slower than one learner, "
            "and the [stuck points](stuck.md) eat minutes. When you run the workshop, note where you ran over.", "",
            "## The plan", "",
