@@ -51,6 +51,10 @@ MAX_ENTRIES = 50_000  # per home: a home with more entries is searched this far 
 _SAFE = re.compile(r"[^\w .()+-]")
 # The exercise builder's metadata, as JSON text: still found in a damaged (truncated) notebook.
 _MARK = re.compile(rb'"graphcourse"\s*:\s*\{\s*"(role|exercise|exercises|generated_by)"')
+# A cell's id, as JSON text (nbformat 4.5): a damaged copy truncated before the first cell with the
+# builder's metadata (the exercises notebook opens with a long introduction) still begins with the
+# handed-out notebook's first cells, whose ids Jupyter keeps in a learner's copy.
+_CELL_ID = re.compile(rb'"id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
 
 
 class CollectError(GraphCourseError, RuntimeError):
@@ -129,6 +133,31 @@ def handed_out_digests(folder: Path = EXERCISES_DIR) -> set[str]:
     return {hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(folder).glob("*.ipynb")}
 
 
+def handed_out_cell_ids(folder: Path = EXERCISES_DIR) -> set[str]:
+    """The cell ids of every generated exercises notebook: a damaged notebook holding one of them
+    is a learner's copy of an exercises notebook (collected, so that the grader says why it
+    cannot be graded), even where it was cut off before any of the builder's metadata."""
+    ids: set[str] = set()
+    for p in Path(folder).glob("*.ipynb"):
+        try:
+            nb = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if not is_exercise_notebook(nb):
+            continue
+        ids |= {c["id"] for c in nb.get("cells") or []
+                if isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]}
+    return ids
+
+
+def looks_like_exercise_notebook(data: bytes, cell_ids: set[str]) -> bool:
+    """A file that is not readable JSON but was an exercise notebook: it still carries the
+    builder's metadata, or a cell id of a handed-out exercises notebook."""
+    if _MARK.search(data):
+        return True
+    return any(m.group(1).decode("ascii") in cell_ids for m in _CELL_ID.finditer(data))
+
+
 # --------------------------------------------------------------------------------------
 # Reading a learner's files (as root, in a home the learner controls)
 # --------------------------------------------------------------------------------------
@@ -188,7 +217,9 @@ def _dest_name(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def collect_learner(learner: Learner, out: Path, pristine: set[str], max_bytes: int) -> None:
+def collect_learner(learner: Learner, out: Path, pristine: set[str], max_bytes: int,
+                    cell_ids: set[str] | None = None) -> None:
+    cell_ids = handed_out_cell_ids() if cell_ids is None else cell_ids
     home = learner.home
     try:
         st = os.lstat(home)
@@ -216,7 +247,7 @@ def collect_learner(learner: Learner, out: Path, pristine: set[str], max_bytes: 
         try:
             nb = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            if _MARK.search(data):  # a damaged exercise notebook: collected, the grader says why
+            if looks_like_exercise_notebook(data, cell_ids):  # damaged: collected, the grader says why
                 nb = None
             else:
                 learner.skipped.append({"path": rel, "why": "not a readable notebook"})
@@ -253,8 +284,9 @@ def collect(learners: list[Learner], out: Path, max_mb: float = 20,
         raise CollectError(f"two learners named {sorted(clash)}: rename one of their folders")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     pristine = handed_out_digests() if pristine is None else pristine
+    cell_ids = handed_out_cell_ids()
     for learner in learners:
-        collect_learner(learner, out, pristine, int(max_mb * 1e6))
+        collect_learner(learner, out, pristine, int(max_mb * 1e6), cell_ids)
     manifest = {
         "collected_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "learners": {
