@@ -61,6 +61,10 @@ EXTRA_WHEELS = {"comm": "comm"}
 """Packages the kernel needs that pyodide-lock.json does not list: PyPI name by lock name."""
 FIGURE_MODULES = ("matplotlib", "graphcourse.plots", "graphcourse.widgets", "graphcourse.decode")
 """Modules that draw figures: the browser has no matplotlib, so cells importing them are shown as stored."""
+CALLS_NEED = {"plot_paths": "matplotlib", "graph_partition_flag": "torch"}
+"""Functions of modules shipped to the browser that import, when called, a module the browser lacks
+(graphcourse.decode_paths.plot_paths draws with matplotlib, graphcourse.compiled.graph_partition_flag reads torch's
+config): the lines that call one are shown as recorded, the rest of their cell runs."""
 NBVAL_COMMENT = re.compile(r"^\s*#\s*NBVAL_\w+\s*$")
 
 
@@ -288,8 +292,13 @@ def _figure_note(cell: nbformat.NotebookNode, index: int, draws: str, heading: s
                  before: nbformat.NotebookNode | None = None, with_text: bool = False) -> nbformat.NotebookNode:
     """A markdown cell with the lines of a cell that cannot run in the browser and what they showed when the
     lesson was stored: its figures (as attachments, with alt text) and, with_text, its printed output."""
+    try:
+        called = {n.id for n in ast.walk(ast.parse(_python(draws))) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        called = set()
     modules = sorted({m.split(".")[0] if not m.startswith("graphcourse") else m
-                      for m in _imports(draws) if not runs_in_browser(m)})
+                      for m in _imports(draws) if not runs_in_browser(m)}
+                     | {CALLS_NEED[n] for n in called & set(CALLS_NEED)})
     needs = ", ".join(modules) or "matplotlib"
     images = [o for o in cell.get("outputs", []) if o.get("data", {}).get("image/png")]
     intro = FIGURE_NOTE if images and set(modules) <= set(FIGURE_MODULES) else RECORDED_NOTE.format(needs=needs)
@@ -330,7 +339,7 @@ def browser_copy(path: Path, others: set[str]) -> tuple[nbformat.NotebookNode | 
     unfold_widgets(nb)  # a slider explorer's stored text and figure, as the site shows them
     cells = []
     figures = recorded = code_cells = 0
-    tainted: set[str] = set()
+    tainted: set[str] = set(CALLS_NEED)  # what uses one of these is shown as recorded, like what matplotlib drew
     heading = ""
     pending = ""
     before = None
@@ -618,8 +627,9 @@ def prepare_pyodide(static: Path) -> dict[str, list[str]]:
         init = ROOT.joinpath(*parts, "__init__.py")
         modules[mod] = init if init.exists() else ROOT.joinpath(*parts).with_suffix(".py")
     packages = sorted({m if modules[m].name == "__init__.py" else m.rsplit(".", 1)[0] for m in modules})
-    reference = ROOT / "data" / "gpu_reference.json"
-    data = {"data/gpu_reference.json": reference} if reference.exists() else {}
+    # the recorded GPU results the lessons read (gpu_reference.json, decode_paths.json for lessons 07 and 08),
+    # installed as site-packages/data/, where graphcourse.reference and graphcourse.decode_paths look for them
+    data = {f"data/{path.name}": path for path in sorted((ROOT / "data").glob("*.json"))}
     course = build_course_wheel("graphcourse", packages, modules, pyodide, data)
     keep["graphcourse"] = _lock_entry(course, "graphcourse", ["graphcourse"], ["toygraph"])
     origin["built here"] += [toy.name, course.name]

@@ -69,6 +69,19 @@ def test_split_figure_cell_sends_what_uses_a_figure_to_the_drawing():
     assert {"compare_timelines", "fig"} <= tainted
 
 
+def test_a_call_into_a_shipped_module_that_needs_matplotlib_or_torch_is_shown_as_recorded():
+    source = "x = 1\nfig = plot_paths(data)\nprint(x, graph_partition_flag())\nprint(x)"
+    runs, draws, _ = lite.split_figure_cell(source, set(lite.CALLS_NEED))
+    assert runs == "x = 1\nprint(x)"
+    assert draws == "fig = plot_paths(data)\nprint(x, graph_partition_flag())"
+    nb, why = lite.browser_copy(REPO / "notebooks" / "07_graphs_by_the_compiler.ipynb", set())
+    if nb is not None:  # in the browser: no cell calls what cannot run there
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "plot_paths(" not in code and "graph_partition_flag()" not in code
+    else:
+        assert "need torch, matplotlib or a GPU" in why
+
+
 def test_everything_the_browser_loads_is_in_the_site(built):
     pyodide = built.out / "static" / "pyodide"
     lock = json.loads((pyodide / "pyodide-lock.json").read_text())
@@ -90,6 +103,7 @@ def test_the_graphcourse_wheel_holds_only_what_imports_in_the_browser(built):
     wheel = next((built.out / "static" / "pyodide").glob("graphcourse-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "graphcourse/teaching.py" in names and "data/gpu_reference.json" in names
+    assert "graphcourse/decode_paths.py" in names and "data/decode_paths.json" in names  # what lessons 07, 08 read
     assert not any(n in names for n in ("graphcourse/gpu.py", "graphcourse/plots.py", "graphcourse/widgets.py"))
 
 
