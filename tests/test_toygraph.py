@@ -49,11 +49,14 @@ def test_seed_text_in_lesson_file_runs_verbatim():
     code = text[text.index("class ToyGraph:"):text.index("Output:")]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[3, 5, 7]"
-    # and our ToyGraph gives the same answer for the same program
+    # and the same lines with our ToyGraph print the same answer (print reads the buffer: a sync)
+    ours = "from toygraph import ToyGraph\n" + code[code.index("g = ToyGraph()"):]
+    out = subprocess.run([sys.executable, "-c", ours], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[3, 5, 7]"
     g = ToyGraph(ToyDevice())
     g.record(lambda x: [v * 2 for v in x])
     g.record(lambda x: [v + 1 for v in x])
-    assert g.replay([1, 2, 3]) == [3, 5, 7]
+    assert g.replay([1, 2, 3]).tolist() == [3, 5, 7]
 
 
 def test_toygraph_imports_only_the_standard_library():

@@ -260,7 +260,7 @@ class ToyGraph:
         Host values are baked as a kernel argument is: this mirrors ``fill_(scalar)`` or a small
         list handed to a kernel. A real captured host-to-device ``copy_`` is different: its memcpy
         node records the *host pointer* and reads host memory again at every replay (pinned memory;
-        from pageable memory it is a known hazard), so changing that host memory between replays
+        with pageable memory it is a known hazard), so changing that host memory between replays
         changes what the graph copies. The toy has no host tensors, so it cannot show that.
 
         Returns whether to write the values now (not while recording a conditional node's body).

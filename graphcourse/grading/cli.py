@@ -5,7 +5,7 @@
         [--allow-reviewed LEARNER[:EXERCISE]] [--solutions DIR] [--quiet]
 
 PATH is one learner's notebook, one learner's folder, or a class folder with one folder per learner (notebooks may
-sit one level deeper, e.g. alice/work/06_exercises.ipynb). Exit status 0 whenever grading ran, whatever the marks;
+sit one level deeper, e.g. alice/hw/06_exercises.ipynb). Exit status 0 whenever grading ran, whatever the marks;
 1 with a one-line reason when the grader could not run; 128+N when stopped by signal N (the report then holds the
 learners graded so far).
 """

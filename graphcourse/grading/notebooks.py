@@ -256,7 +256,7 @@ def _notebooks(folder: Path, skipped: list[tuple[str, str]]) -> list[Path]:
 
 
 def _learner_notebooks(folder: Path, skipped: list[tuple[str, str]]) -> list[Path]:
-    """A learner's notebooks: in their folder, or else one level deeper (learner/work/06_exercises.ipynb)."""
+    """A learner's notebooks: in their folder, or else one level deeper (learner/hw/06_exercises.ipynb)."""
     found = _notebooks(folder, skipped)
     if found:
         return found
