@@ -6,11 +6,11 @@ every figure a lesson shows from it carries :func:`recorded_label` (GPU, date, t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import ReferenceDataError, ReferenceDataMissingError
+from .errors import ReferenceDataError
+from .reference import load_recorded
 
 __all__ = ["PATH_LABELS", "decode_step_profile", "demos_live_or_recorded", "k_step_costs", "kernel_lines", "load",
            "one_time_cost_lines", "path_label", "path_rows", "path_table", "plot_paths", "ratio_line",
@@ -45,19 +45,7 @@ def default_path() -> Path:
 def load(path: str | Path | None = None) -> dict[str, Any]:
     """The recorded benchmark, with a clear error when the file is missing or not the benchmark's."""
     file = Path(path) if path is not None else default_path()
-    if not file.is_file():
-        raise ReferenceDataMissingError(
-            f"no recorded decode-path results at {file}: they are written on a GPU by "
-            f"`python -m graphcourse.bench_decode_paths` and committed with the course; restore the file with "
-            f"`git checkout -- data/{DATA_FILE}`."
-        )
-    try:
-        data = json.loads(file.read_text())
-    except json.JSONDecodeError as exc:
-        raise ReferenceDataError(f"{file} is not valid JSON ({exc}): re-run the benchmark on a GPU.") from exc
-    if not isinstance(data, dict) or "provenance" not in data:
-        raise ReferenceDataError(f"{file} has no 'provenance': it did not come from graphcourse.bench_decode_paths.")
-    return data
+    return load_recorded(file, "python -m graphcourse.bench_decode_paths")
 
 
 def section(name: str, data: dict[str, Any]) -> Any:

@@ -20,25 +20,30 @@ def default_reference_path() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / REFERENCE_FILE
 
 
-def load_reference(path: str | Path | None = None) -> dict[str, Any]:
-    """The recorded benchmark as a dictionary; a clear error when the file is missing or is not the benchmark's JSON."""
-    file = Path(path) if path is not None else default_reference_path()
+def load_recorded(file: Path, command: str) -> dict[str, Any]:
+    """A recorded benchmark's JSON (written on a GPU by `command`); a clear error when missing or not the benchmark's."""
     if not file.is_file():
         raise ReferenceDataMissingError(
             f"no recorded GPU results at {file}: lessons on a machine without CUDA show figures from that file. "
-            f"It is written on a GPU machine by `python -m graphcourse.bench --out {file}` and committed with the course; "
-            f"restore it with `git checkout -- data/{REFERENCE_FILE}` or run the benchmark on a GPU."
+            f"It is written on a GPU machine by `{command}` and committed with the course; "
+            f"restore it with `git checkout -- data/{file.name}` or run the benchmark on a GPU."
         )
     try:
         data = json.loads(file.read_text())
     except json.JSONDecodeError as exc:
-        raise ReferenceDataError(f"{file} is not valid JSON ({exc}): re-run `python -m graphcourse.bench` on a GPU.") from exc
+        raise ReferenceDataError(f"{file} is not valid JSON ({exc}): re-run `{command}` on a GPU.") from exc
     if not isinstance(data, dict) or "provenance" not in data:
         raise ReferenceDataError(
-            f"{file} has no 'provenance' section, so it did not come from graphcourse.bench: "
+            f"{file} has no 'provenance' section, so it did not come from `{command}`: "
             f"recorded figures must say which GPU measured them."
         )
     return data
+
+
+def load_reference(path: str | Path | None = None) -> dict[str, Any]:
+    """The recorded benchmark as a dictionary; a clear error when the file is missing or is not the benchmark's JSON."""
+    file = Path(path) if path is not None else default_reference_path()
+    return load_recorded(file, f"python -m graphcourse.bench --out {file}")
 
 
 def section(name: str, data: dict[str, Any] | None = None) -> Any:
