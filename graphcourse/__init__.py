@@ -1,6 +1,10 @@
-"""graphcourse: the machinery around toygraph: real torch.cuda.graph helpers, plots, widgets, benchmarks, exercises, grading.
+"""graphcourse: the machinery around toygraph, one room per concern.
 
-Importing it needs neither torch nor a GPU; `graphcourse.gpu` and `graphcourse.bench` import torch when used.
+- ``graphcourse.lessons``: what the lessons' cells call (comparisons, plots, widgets, recorded figures).
+- ``graphcourse.gpulib``: real CUDA graphs with torch, the tiny GPT, decode loops, the GPU benchmarks.
+- ``graphcourse.authoring``: exercises, self-check, navigation, slides, instructor kit, site, JupyterLite.
+- ``graphcourse.grading``: the grader (``python -m graphcourse.grading``) and collecting a class's work.
+- ``graphcourse.errors``: the one exception hierarchy every room shares.
+
+Importing it needs neither torch nor a GPU; ``graphcourse.gpulib``'s modules import torch when used.
 """
-
-__all__ = ["plots"]
