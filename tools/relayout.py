@@ -25,7 +25,7 @@ What it does, with MOVES below as the one table:
    - dotted names anywhere (``python -m graphcourse.bench``, ``mock.patch("graphcourse.gpu.capture")``,
      ``:mod:`graphcourse.reference```, lists of module names) and file paths (``graphcourse/gpu.py``).
    Notebooks: only cell sources and module names in metadata change; outputs and ids stay byte-identical.
-   Not touched: .git, .venv, node_modules, build outputs, this script, data/*.json (recorded benchmark
+   Not touched: .git, .venv, node_modules, build outputs, this script and its test, data/*.json (recorded benchmark
    files: re-record them with the new commands), and a literal ``"command": "..."`` anywhere (a recorded
    run's provenance, e.g. the copy in toygraph/prices.py: what ran is history).
 """
@@ -84,6 +84,9 @@ FROM_IMPORTS = {"graphcourse.grade": "graphcourse.grading.cli"}
 PACKAGES = {"graphcourse.grading"}
 """New names in MOVES that are packages (their file is NEW/__main__.py)."""
 
+SELF = {"tools/relayout.py", "tests/test_relayout.py"}
+"""This script and its test: they name the old modules on purpose."""
+
 TEXT_SUFFIXES = {".py", ".ipynb", ".md", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".txt", ".rst", ".sh",
                  ".json", ".in", ".html", ".css", ".js"}
 TEXT_NAMES = {"Makefile", "run", "Dockerfile", ".gitignore"}
@@ -107,7 +110,15 @@ DOTTED = re.compile(r"(?<![\w.])graphcourse\.(" + "|".join(_OLD_LEAVES) + r")(?!
 PATHS = re.compile(r"(?<![\w.-])graphcourse/(" + "|".join(_OLD_LEAVES) + r")(\.py)?(?![\w/-])")
 
 
+OLD_ATTRS = {"graphcourse.grade.main": "graphcourse.grading.cli.main",
+             "graphcourse.grade.observe": "graphcourse.grading.observe.observe",
+             "graphcourse.grade.inputs": "graphcourse.grading.observe.inputs"}
+"""Names the old grade.py re-exported, by where they are defined (``mock.patch("graphcourse.grade.main")``)."""
+ATTRS = re.compile(r"(?<![\w.])(" + "|".join(re.escape(a) for a in OLD_ATTRS) + r")(?!\w)")
+
+
 def rewrite_dotted(text: str) -> str:
+    text = ATTRS.sub(lambda m: OLD_ATTRS[m.group(1)], text)
     return DOTTED.sub(lambda m: MOVES["graphcourse." + m.group(1)], text)
 
 
@@ -307,7 +318,7 @@ def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 def is_text_target(path: str) -> bool:
     p = Path(path)
-    if any(part in SKIP_PARTS for part in p.parts[:-1]) or path == "tools/relayout.py":
+    if any(part in SKIP_PARTS for part in p.parts[:-1]) or path in SELF:
         return False
     if p.parts[0] == "data" and p.suffix == ".json":
         return False  # recorded benchmark files: what ran is history
@@ -340,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     tracked = set(git(root, "ls-files", "-z").stdout.split("\0")) - {""}
+    untracked = set(git(root, "ls-files", "-z", "--others", "--exclude-standard").stdout.split("\0")) - {""}
     moves: dict[str, str] = {}  # old file -> new file
     for old, new in MOVES.items():
         src, dst = old_file(old), new_file(new)
@@ -359,11 +371,13 @@ def main(argv: list[str] | None = None) -> int:
         return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
     changed = 0
-    candidates = sorted(p for p in tracked | set(moves) if (root / p).is_file() and is_text_target(p))
+    candidates = sorted(p for p in tracked | untracked | set(moves)
+                        if (root / p).is_file() and not (root / p).is_symlink() and is_text_target(p))
     for path in candidates:
         file = root / path
         try:
-            raw = file.read_text(encoding="utf-8")
+            with open(file, encoding="utf-8", newline="") as f:  # line endings as they are
+                raw = f.read()
         except UnicodeDecodeError:
             continue
         if path.endswith(".ipynb"):
@@ -383,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.quiet:
                 print("\n".join(diff_lines(raw, new)))
             if not args.dry_run:
-                file.write_text(new, encoding="utf-8")
+                with open(file, "w", encoding="utf-8", newline="") as f:
+                    f.write(new)
 
     for src, dst in moves.items():
         changed += 1
@@ -401,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.dry_run:
         print(f"relayout: dry run, {changed} change(s) not made")
     for p in sorted(tracked):
-        if p.startswith("data/") and p.endswith(".json") and DOTTED.search((root / p).read_text(errors="replace")):
+        if (p.startswith("data/") and p.endswith(".json") and (root / p).is_file()
+                and DOTTED.search((root / p).read_text(errors="replace"))):
             print(f"note: {p} names old modules (a recorded run: re-record it with the new commands, not rewritten)")
     return 0
 
