@@ -58,9 +58,8 @@ def test_committed_reference_came_from_a_gpu_run() -> None:
     data = reference.load_reference()
     assert reference.recorded_label(data).startswith("recorded on ")
     assert "NVIDIA" in data["provenance"]["gpu_name"]
-    # the course's benchmark recorded it: graphcourse.gpulib.bench, or graphcourse's bench before its modules
-    # moved into rooms (tools/relayout.py) until the file is re-recorded with the new command
-    assert re.match(r"python -m graphcourse\.(gpulib\.)?bench( |$)", data["provenance"]["command"])
+    # the course's own benchmark recorded it
+    assert re.match(r"python -m graphcourse\.gpulib\.bench( |$)", data["provenance"]["command"])
     for name in ("chain", "decode", "bucketed", "item_sync", "targets"):
         assert reference.section(name, data)
     assert [r["batch"] for r in data["decode"]["rows"]] == [1, 2, 4, 8, 16, 32, 64]
