@@ -110,33 +110,60 @@ def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str, part
             f"(range {lo:.3f}-{hi:.3f}): {verdict}")
 
 
+PLOT_BARS = (("us_per_token", "kernel", "time per token (until the GPU finished)"),
+             ("issue_us_per_token", "launch", "CPU time to issue it"))
+"""The two bars of each path in :func:`plot_paths`: the figure, its palette kind, its legend label."""
+
+
 def plot_paths(data: dict[str, Any], paths: Sequence[str] | None = None, title: str = "",
                part: str = "batches") -> Any:
-    """Per batch size: median µs per token and CPU issue µs per token of each path, error bars = min..max."""
+    """Per batch size: median µs per token and CPU issue µs per token of each path, error bars = min..max.
+
+    One linear x axis from 0, shared by the panels (the same µs is the same length side by side),
+    each bar labelled with its median; colours and hatches from :mod:`graphcourse.palette`.
+    """
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import AutoMinorLocator, MaxNLocator
+
+    from .palette import color, hatch
 
     batches = [b["batch"] for b in section(part, data)]
-    fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 0.5 * 12 + 1), squeeze=False)
-    for ax, batch in zip(axes[0], batches):
-        rows = [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
+    rows_of = {batch: [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
+               for batch in batches}
+    top = max((r[key]["max"] for rows in rows_of.values() for r in rows for key, _, _ in PLOT_BARS), default=1.0)
+    same_rows = len({tuple(r["path"] for r in rows) for rows in rows_of.values()}) == 1
+    fig, axes = plt.subplots(1, len(batches), figsize=(5 * len(batches) + 3, 0.5 * 12 + 1), squeeze=False,
+                             sharex=True, sharey=same_rows, layout="constrained")
+    for n, (ax, batch) in enumerate(zip(axes[0], batches)):
+        rows = rows_of[batch]
         names = [path_label(r["path"]) for r in rows]
         ys = range(len(rows))
-        for offset, key, color, hatch, label in ((-0.2, "us_per_token", "#0072B2", "", "time per token"),
-                                                  (0.2, "issue_us_per_token", "#E69F00", "//",
-                                                   "CPU time to issue it")):
+        for offset, (key, kind, label) in zip((-0.2, 0.2), PLOT_BARS):
             med = [r[key]["median"] for r in rows]
             err = [[m - r[key]["min"] for m, r in zip(med, rows)], [r[key]["max"] - m for m, r in zip(med, rows)]]
-            ax.barh([y + offset for y in ys], med, height=0.4, xerr=err, color=color, hatch=hatch,
-                    edgecolor="white", label=label, capsize=2)
-        ax.set_yticks(list(ys), names, fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        ax.set_xlabel("µs per token (log scale; bars: median, whiskers: min..max over repeats)", fontsize=8)
+            bars = ax.barh([y + offset for y in ys], med, height=0.4, xerr=err, color=color(kind),
+                           hatch=hatch(kind), edgecolor="white", label=label, capsize=2)
+            for bar, r in zip(bars, rows):  # the median, just past the whisker
+                ax.text(r[key]["max"] + top * 0.01, bar.get_y() + bar.get_height() / 2, f"{r[key]['median']:.1f}",
+                        va="center", ha="left", fontsize=8)
+        if n == 0 or not same_rows:  # shared rows: the names once, on the left
+            ax.set_yticks(list(ys), names, fontsize=8)
+            if n == 0:
+                ax.invert_yaxis()
+        else:
+            ax.tick_params(axis="y", labelleft=False)
+        if not same_rows and n > 0:
+            ax.invert_yaxis()
+        ax.set_xlim(0, top * 1.15)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8))
+        ax.xaxis.set_minor_locator(AutoMinorLocator())
+        ax.tick_params(axis="x", labelsize=8)
+        ax.set_xlabel("µs per token (bars: median, whiskers: min..max over repeats)", fontsize=8)
         ax.set_title(f"batch {batch}", fontsize=10)
-        ax.grid(True, axis="x", which="both", alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="lower right")
+        ax.grid(True, axis="x", which="major", alpha=0.3)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=8,
+               frameon=False)
     fig.suptitle(title or f"Decode paths of the tiny GPT, {recorded_label(data)}", fontsize=10)
-    fig.tight_layout()
     return fig
 
 

@@ -1,0 +1,40 @@
+"""graphcourse.decode_paths' plot on a CPU: both panels on one linear axis from 0, medians on the bars, the palette."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
+
+from graphcourse.decode_paths import plot_paths  # noqa: E402
+from graphcourse.palette import color, hatch  # noqa: E402
+
+
+def _row(path: str, t: float, cpu: float) -> dict:
+    return {"path": path, "us_per_token": {"median": t, "min": t - 1, "max": t + 2, "spread": 3},
+            "issue_us_per_token": {"median": cpu, "min": cpu - 0.5, "max": cpu + 0.5, "spread": 1}}
+
+
+DATA = {"provenance": {"gpu_name": "a test GPU", "date_utc": "2026-01-01", "torch": "x", "cuda": "y"},
+        "batches": [{"batch": 1, "rows": [_row("graph_k1", 186.1, 21.5), _row("graph_k16", 164.0, 3.0)]},
+                    {"batch": 8, "rows": [_row("graph_k1", 350.7, 30.0), _row("graph_k16", 341.3, 10.4)]}]}
+
+
+def test_panels_share_one_linear_axis_from_zero_and_label_each_bar_with_its_median() -> None:
+    fig = plot_paths(DATA)
+    try:
+        left, right = fig.axes[:2]
+        assert left.get_xscale() == right.get_xscale() == "linear"
+        assert left.get_xlim() == right.get_xlim() and left.get_xlim()[0] == 0
+        assert left.get_xlim()[1] > 352.7, "the longest whisker fits"
+        texts = {t.get_text() for ax in (left, right) for t in ax.texts}
+        assert {"186.1", "164.0", "21.5", "3.0", "350.7", "341.3", "30.0", "10.4"} <= texts
+        assert len(left.get_xticks()) >= 4, "readable ticks, not two decades"
+        fills = {(to_hex(p.get_facecolor()), p.get_hatch() or "") for p in left.patches}
+        assert fills == {(color("kernel").lower(), hatch("kernel")), (color("launch").lower(), hatch("launch"))}
+        assert hatch("launch"), "the two bars differ by hatch as well as colour"
+    finally:
+        plt.close(fig)
