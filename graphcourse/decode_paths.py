@@ -12,7 +12,8 @@ from typing import Any, Sequence
 from .errors import ReferenceDataError
 from .reference import load_recorded
 
-__all__ = ["PATH_LABELS", "bar_effect_lines", "cond_capture_line", "decode_step_profile", "demos_live_or_recorded", "k_step_costs", "kernel_lines", "load",
+__all__ = ["PATH_LABELS", "bar_effect_lines", "cond_capture_line", "decode_step_profile", "demos_live_or_recorded",
+           "k_step_costs", "kernel_lines", "load",
            "one_time_cost_lines", "path_label", "path_rows", "path_table", "plot_paths", "ratio_line",
            "recorded_label", "section", "shorten", "simulate_k_steps", "static_skip_lines"]
 
@@ -376,7 +377,7 @@ def unrecorded_lines(data: dict[str, Any]) -> str:
 
 
 def _ratio(a: dict[str, float], b: dict[str, float]) -> str:
-    """'x0.88 (range 0.88-0.88), shorter' for two {median, min, max} figures; 'no change beyond the spread' when the range holds 1."""
+    """'x0.88 (range 0.88-0.88), shorter' for two {median, min, max} figures; 'no change ...' when the range holds 1."""
     ratio, lo, hi = a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]
     verdict = "shorter" if hi < 1 else "longer" if lo > 1 else "no change beyond the spread"
     return f"x{ratio:.2f} (range {lo:.2f}-{hi:.2f}), {verdict}"
@@ -433,9 +434,9 @@ def cond_capture_line(features: dict[str, Any] | None, where: str) -> str:
     if_method = features.get("CUDAGraph.begin_capture_to_if_node")
     head = f"{where}, torch {features.get('torch', '?')}: "
     if "if_else_node" in nodes:
-        return (head + "has torch._higher_order_ops.cudagraph_conditional_nodes: torch.cond can be captured into "
-                "IF nodes (outside Inductor: backend='cudagraphs' or 'eager'; under reduce-overhead it stays a "
-                "host-side if, a sync)")
+        return (head + "has torch._higher_order_ops.cudagraph_conditional_nodes: on a CUDA GPU, torch.cond can "
+                "be captured into IF nodes (outside Inductor: backend='cudagraphs' or 'eager'; under "
+                "reduce-overhead it stays a host-side if, a sync)")
     extra = "; it does have CUDAGraph.begin_capture_to_if_node (an IF node by hand)" if if_method else ""
     return (head + "no cudagraph_conditional_nodes module: torch.cond is NOT captured into a conditional node "
             f"(it decides on the host, a sync, which a capture refuses){extra}")
