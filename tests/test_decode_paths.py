@@ -1,4 +1,4 @@
-"""graphcourse.decode_paths' plot on a CPU: both panels on one linear axis from 0, medians on the bars, the palette."""
+"""graphcourse.lessons.decode_paths' plot on a CPU: both panels on one linear axis from 0, medians on the bars, the palette."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
-from graphcourse.decode_paths import plot_paths  # noqa: E402
-from graphcourse.palette import color, hatch  # noqa: E402
+from graphcourse.lessons.decode_paths import plot_paths  # noqa: E402
+from graphcourse.lessons.palette import color, hatch  # noqa: E402
 
 
 def _row(path: str, t: float, cpu: float) -> dict:
@@ -41,7 +41,7 @@ def test_panels_share_one_linear_axis_from_zero_and_label_each_bar_with_its_medi
 
 
 def test_shorten_cuts_at_a_word_boundary() -> None:
-    from graphcourse.decode_paths import shorten
+    from graphcourse.lessons.decode_paths import shorten
 
     text = "AcceleratorError: CUDA error: an illegal memory access was encountered"
     assert shorten(text, 200) == text
@@ -50,7 +50,7 @@ def test_shorten_cuts_at_a_word_boundary() -> None:
 
 
 def test_bar_effect_lines_come_from_the_data_and_say_what_is_missing() -> None:
-    from graphcourse.decode_paths import bar_effect_lines
+    from graphcourse.lessons.decode_paths import bar_effect_lines
 
     compiled = {"batch": 1, "rows": [_row("graph_k1", 186.1, 21.5), _row("compiled_graph_k1", 163.9, 20.2),
                                      _row("reduce_overhead", 180.1, 179.2)]}
@@ -69,7 +69,7 @@ def test_bar_effect_lines_come_from_the_data_and_say_what_is_missing() -> None:
 
 
 def test_cond_capture_line_follows_the_features() -> None:
-    from graphcourse.decode_paths import cond_capture_line
+    from graphcourse.lessons.decode_paths import cond_capture_line
 
     old = {"torch": "2.11.0+cu130", "cudagraph_conditional_nodes": [], "CUDAGraph.begin_capture_to_if_node": False}
     assert "torch.cond is NOT captured" in cond_capture_line(old, "recorded GPU")
