@@ -48,6 +48,45 @@ def test_a_finished_sequence_keeps_emitting_eos_and_the_others_run_on(model: Tin
     assert bool(decoder.state.done[0])
 
 
+@pytest.mark.parametrize("k, parts", [(5, [16, 8]), (3, [1, 1, 7, 2, 1]), (8, [3, 3, 3, 5]), (4, [6, 6])])
+def test_calls_that_k_does_not_divide_lose_no_token(model: TinyGPT, prompt: torch.Tensor, k: int,
+                                                     parts: list[int]) -> None:
+    """generate(a) then generate(b) gives the tokens of generate(a + b): a launch's surplus is held, not dropped."""
+    total = sum(parts)
+    reference = greedy_tokens_cached(model, prompt, total)
+    decoder = MultiStepDecoder(model, 3, k)
+    decoder.start(prompt)
+    got = [decoder.generate(n) for n in parts]
+    assert [g.shape[1] for g in got] == parts
+    assert torch.equal(torch.cat(got, dim=1), reference)
+    assert decoder.launches == -(-total // k), "held tokens are handed out before launching again"
+    assert decoder.held_tokens == decoder.launches * k - total
+
+
+def test_start_drops_held_tokens_and_launch_refuses_to_skip_them(model: TinyGPT, prompt: torch.Tensor) -> None:
+    decoder = MultiStepDecoder(model, 3, 5)
+    decoder.start(prompt)
+    decoder.generate(3)
+    assert decoder.held_tokens == 2
+    with pytest.raises(DeviceLoopError, match=r"holds 2 token\(s\).*generate\(2\)"):
+        decoder.launch()
+    decoder.start(prompt)
+    assert decoder.held_tokens == 0
+    assert torch.equal(decoder.generate(4), greedy_tokens_cached(model, prompt, 4))
+
+
+def test_a_request_past_the_cache_is_refused_whole_saying_how_many_fit(model: TinyGPT, prompt: torch.Tensor) -> None:
+    decoder = MultiStepDecoder(model, 3, 5)
+    decoder.start(prompt)          # position 3 of 32: five launches of 5 fit (3..27), a sixth does not
+    first = decoder.generate(22)   # 5 launches, 3 held
+    assert decoder.tokens_left() == 3
+    with pytest.raises(DeviceLoopError, match="at most 3 more tokens fit.*Nothing was launched"):
+        decoder.generate(4)
+    assert decoder.launches == 5 and decoder.held_tokens == 3, "nothing ran, nothing was lost"
+    rest = decoder.generate(3)
+    assert torch.equal(torch.cat([first, rest], dim=1), greedy_tokens_cached(model, prompt, 25))
+
+
 def test_running_past_the_cache_is_refused_before_launching(model: TinyGPT, prompt: torch.Tensor) -> None:
     decoder = MultiStepDecoder(model, 3, 8)
     decoder.start(prompt)  # position 3 of 32

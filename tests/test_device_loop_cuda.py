@@ -30,6 +30,19 @@ def test_k_steps_in_one_graph_give_the_one_step_loops_tokens(model: TinyGPT, k: 
     assert decoder.memory["reserved_bytes"] > 0, "the graph's own pool holds its intermediates"
 
 
+def test_replays_that_k_does_not_divide_lose_no_token(model: TinyGPT) -> None:
+    """16 then 8 tokens with k=5: five replays, the surplus of each held (a device copy) for the next call."""
+    prompt = torch.randint(0, model.config.vocab_size, (4, 3), device="cuda",
+                           generator=torch.Generator("cuda").manual_seed(0))
+    reference = greedy_tokens_cached(model, prompt, 24)
+    decoder = MultiStepDecoder(model, 4, 5)
+    assert decoder.graph is not None
+    decoder.start(prompt)
+    got = torch.cat([decoder.generate(16), decoder.generate(8)], dim=1)
+    assert torch.equal(got, reference)
+    assert decoder.launches == 5 and decoder.held_tokens == 1
+
+
 def test_one_replay_is_one_graph_launch_for_k_tokens(model: TinyGPT) -> None:
     from graphcourse.gpulib.real_trace import profile_steps, trace_summary
 

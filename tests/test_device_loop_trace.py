@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphcourse.gpulib.real_trace import classify, rows_to_timeline, trace_rows, trace_summary
+from graphcourse.gpulib.real_trace import (classify, rows_to_timeline, trace_rows, trace_summary,
+                                           trim_lead_in)
 
 
 def _events():
@@ -55,3 +56,20 @@ def test_a_stored_trace_becomes_a_timeline_the_plots_draw() -> None:
 def test_trace_rows_needs_a_step() -> None:
     with pytest.raises(ValueError, match="at least one step"):
         trace_rows(_events(), [])
+
+
+def test_trimming_the_lead_in_starts_at_the_first_launch_and_busy_is_over_the_steps_window() -> None:
+    events = [("cudaLaunchKernel", False, 2100, 2105), ("k", True, 2110, 2150),
+              ("cudaGraphLaunch", False, 2160, 2164), ("g", True, 2170, 2250)]
+    trace = trace_rows(events, [(100, 2155), (2156, 2200)])   # 2000 µs of host time before the first call
+    before = rows_to_timeline(trace)
+    trimmed = trim_lead_in(trace)
+    assert trimmed["lead_in_us"] == pytest.approx(2000)
+    assert min(r[1] for r in trimmed["rows"]) == 0
+    assert trimmed["step_end_us"] == pytest.approx([55, 150])
+    after = rows_to_timeline(trimmed)
+    assert after.busy_us("gpu") == before.busy_us("gpu") == pytest.approx(120)
+    assert after.total_us == pytest.approx(150) and before.total_us == pytest.approx(2150)
+    assert after.gpu_utilization > 10 * before.gpu_utilization, "busy measured over the steps, not the lead-in"
+    assert trace_summary(trimmed)["kernel_launches"] == 1 and trace["rows"][0][1] == 0, "input left as it was"
+    assert trim_lead_in({"rows": [], "step_end_us": []})["lead_in_us"] == 0

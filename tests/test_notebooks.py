@@ -85,8 +85,12 @@ def test_nav_tool_titles_and_links(tmp_path):
         paths.append(tmp_path / name)
     assert title(paths[1]) == "The idea"
     assert nav_line(paths, 0) == "[Contents](../README.md) · [01 The idea →](01_b.ipynb)"
-    assert nav_line(paths, 1, tmp_path / "06_x.ipynb") == (
-        "[← 00 Set-up](00_a.ipynb) · [Contents](../README.md) · [Graded exercises →](../exercises/06_x.ipynb)")
+    assert nav_line(paths, 1, True) == (
+        "[← 00 Set-up](00_a.ipynb) · [Contents](../README.md) · "
+        "[Graded exercises: answer them in your copy, my-work/ →](../README.md#your-own-copy)")
+    assert "exercises/" not in nav_line(paths, 1, tmp_path / "06_x.ipynb"), \
+        "never into exercises/: a course update rewrites it, and answers typed there are lost"
+    assert nav_line(paths, 1, False) == "[← 00 Set-up](00_a.ipynb) · [Contents](../README.md)"
 
 
 MY_LESSONS = [p for p in LESSONS if p.name[:2] in ("00", "02", "03", "04", "05", "06")]

@@ -192,3 +192,10 @@ def test_web_ready_sends_links_to_the_readme_to_the_home_page():
     out = site.web_ready("[README](../../README.md#graded-exercises) and [home](README.md)", "docs/instructor/x.md")
     assert "[README](../../index.md#graded-exercises)" in out
     assert site.web_ready("[home](README.md)", "README.md") == "[home](index.md)"
+
+
+def test_web_ready_turns_an_explicit_anchor_into_a_myst_target():
+    text = 'text\n<a id="your-own-copy"></a>\n\n## Your own copy\n[below](#your-own-copy) <a id="inline"></a>'
+    out = site.web_ready(text, "README.md")
+    assert "\n(your-own-copy)=\n\n## Your own copy\n" in out
+    assert '<a id="inline"></a>' in out, "only a line holding the anchor alone becomes a target"

@@ -133,8 +133,18 @@ def title(path: Path) -> str:
     raise ValueError(f"{path.name} has no '# NN · Title' heading to take its title from.")
 
 
-def nav_line(paths: list[Path], index: int, exercises: Path | None = None) -> str:
-    """The navigation line of lesson `index`: previous lesson, the contents (README), the next lesson or the exercises."""
+EXERCISES_LINK = "[Graded exercises: answer them in your copy, my-work/ →](../README.md#your-own-copy)"
+"""The last lesson's way on: the README's section on the learner's own copies in my-work/ (made by
+`make lab` / `make my-exercises`, never overwritten), not a file in exercises/, which a course update
+rewrites: a learner who answered there would lose the work."""
+
+
+def nav_line(paths: list[Path], index: int, exercises: bool | Path | None = None) -> str:
+    """The navigation line of lesson `index`: previous lesson, the contents (README), the next lesson or the exercises.
+
+    `exercises`: whether the course has graded exercises; the last lesson then links to
+    :data:`EXERCISES_LINK` (how to get and where to answer one's own copy), never into exercises/.
+    """
     parts = []
     if index > 0:
         prev = paths[index - 1]
@@ -143,8 +153,8 @@ def nav_line(paths: list[Path], index: int, exercises: Path | None = None) -> st
     if index + 1 < len(paths):
         nxt = paths[index + 1]
         parts.append(f"[{nxt.name[:2]} {title(nxt)} →]({nxt.name})")
-    elif exercises is not None:
-        parts.append(f"[Graded exercises →](../exercises/{exercises.name})")
+    elif exercises:
+        parts.append(EXERCISES_LINK)
     return " · ".join(parts)
 
 
@@ -159,7 +169,7 @@ def update(check: bool = False, colab: bool = True) -> list[str]:
     stale = []
     for i, path in enumerate(paths):
         nb = nbformat.read(path, as_version=4)
-        want = nav_line(paths, i, exercises[0] if exercises else None)
+        want = nav_line(paths, i, bool(exercises))
         changed = False
         for cell in (nb.cells[0], nb.cells[-1]):
             if cell.cell_type != "markdown" or not NAV_CELL.match(cell.source):

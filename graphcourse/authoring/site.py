@@ -207,10 +207,17 @@ MD_IMAGE = re.compile(r"!\[([^\]]*)\]\((https?://[^)\s]+)[^)]*\)")
 MD_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
 
 
+EXPLICIT_ANCHOR = re.compile(r'^<a id="([A-Za-z][\w-]*)"></a>[ \t]*$', re.MULTILINE)
+"""A line holding only an explicit anchor, as the README puts one before a heading it links to."""
+
+
 def web_ready(markdown: str, rel_path: str) -> str:
     """Markdown as the offline site can show it: images from other hosts become their alt text (a badge such as
     "Open in Colab" stays a link), and links to repository files that are not pages name the file instead."""
     markdown = MD_IMAGE.sub(lambda m: m.group(1) or "image", markdown)
+    # an explicit anchor line, `<a id="name"></a>` (GitHub and JupyterLab), becomes a MyST target, `(name)=`,
+    # so that links to `page#name` resolve in the site too
+    markdown = EXPLICIT_ANCHOR.sub(r"(\1)=", markdown)
     here = Path(rel_path).parent
 
     def fix(match: re.Match) -> str:

@@ -160,9 +160,13 @@ class MultiStepDecoder:
     """Greedy decoding with K steps per launch: one CUDA graph of K steps on a GPU, the same loop eagerly on a CPU.
 
     ``start(prompt)`` fills the KV cache with the prompt (eager steps: prefill stays out of the
-    graph) and sets the state; ``generate(n)`` returns the next `n` tokens of every sequence,
-    launching ``ceil(n / k)`` times. The position is tracked on the host too (it advances by
-    exactly k per launch), so running past the cache is refused before launching, without a sync.
+    graph) and sets the state; ``generate(n)`` returns the next `n` tokens of every sequence. A
+    launch always runs k steps, so when k does not divide what a call needs, the last launch
+    computes tokens past the n asked for (the position and the KV cache have advanced over them):
+    the decoder holds those back and hands them out first on the next call, so ``generate(a)``
+    then ``generate(b)`` gives the tokens of ``generate(a + b)``. The position is tracked on the
+    host too (it advances by exactly k per launch), so running past the cache is refused before
+    launching, without a sync.
     """
 
     def __init__(self, model: TinyGPT, batch: int, k: int, *, eos_id: int | None = None,
@@ -182,6 +186,7 @@ class MultiStepDecoder:
         self.state = LoopState.allocate(batch, k, device)
         self.host_pos = 0
         self.launches = 0
+        self._held: Tensor | None = None  # tokens a launch computed past what generate() was asked for
         self.use_graph = (device.type == "cuda") if use_graph is None else use_graph
         if skip_done_steps and eos_id is None:
             raise DeviceLoopError("skip_done_steps needs an eos_id: steps are skipped once every sequence emitted it.")
@@ -235,6 +240,7 @@ class MultiStepDecoder:
         for t in (self.state.tokens, self.state.pos, self.state.done, self.state.out):
             t.zero_()
         self.host_pos = 0
+        self._held = None
 
     def start(self, prompt: Tensor) -> None:
         """Prefill with `prompt` [batch, time] one eager step per token, and set the state to decode after it."""
@@ -254,13 +260,46 @@ class MultiStepDecoder:
         self.state.pos.fill_(prompt.shape[1] - 1)
         self.host_pos = prompt.shape[1] - 1
 
+    @property
+    def held_tokens(self) -> int:
+        """How many tokens of an earlier launch ``generate`` holds back for its next call (0..k-1)."""
+        return 0 if self._held is None else int(self._held.shape[1])
+
+    def tokens_left(self) -> int:
+        """How many more tokens ``generate`` can hand out before the KV cache is full (held ones included)."""
+        launches_left = max(0, self.model.config.max_len - self.host_pos) // self.k
+        return self.held_tokens + launches_left * self.k
+
     def launch(self) -> Tensor:
-        """Run K steps (one graph replay, or K eager steps) and return ``state.out``; overwritten by the next launch."""
-        if self.host_pos + self.k > self.model.config.max_len:
+        """Run K steps (one graph replay, or K eager steps) and return ``state.out``; overwritten by the next launch.
+
+        The low-level call: ``generate`` launches for you and keeps every token. While ``generate``
+        holds tokens back, ``launch`` refuses (it would skip them).
+        """
+        if self._held is not None:
+            raise DeviceLoopError(
+                f"generate() holds {self.held_tokens} token(s) of an earlier launch that launch() would skip: "
+                f"read them with generate({self.held_tokens}) first, or start() a new sequence."
+            )
+        self._check_room(1)
+        return self._launch()
+
+    def _check_room(self, launches: int, asked: int | None = None) -> None:
+        end = self.host_pos + launches * self.k
+        if end <= self.model.config.max_len:
+            return
+        if asked is None:
             raise DeviceLoopError(
                 f"{self.k} more steps from position {self.host_pos} run past the KV cache's "
                 f"{self.model.config.max_len} positions: start() a new sequence or use a smaller k."
             )
+        raise DeviceLoopError(
+            f"{asked} more tokens need {launches} launch(es) of k={self.k} steps from position {self.host_pos}, "
+            f"which run past the KV cache's {self.model.config.max_len} positions: at most "
+            f"{self.tokens_left()} more tokens fit (ask for fewer, or start() a new sequence). Nothing was launched."
+        )
+
+    def _launch(self) -> Tensor:
         if self.graph is not None:
             self.graph.replay()
         else:
@@ -270,13 +309,24 @@ class MultiStepDecoder:
         return self.state.out
 
     def generate(self, n_tokens: int) -> Tensor:
-        """The next `n_tokens` tokens of every sequence [batch, n_tokens], copied on the device (no host sync)."""
-        if n_tokens < 1:
-            raise DeviceLoopError(f"n_tokens must be >= 1, got {n_tokens}.")
-        chunks = []
-        for _ in range(-(-n_tokens // self.k)):
-            chunks.append(self.launch().clone())  # device-side copy: the next launch overwrites state.out
-        return torch.cat(chunks, dim=1)[:, :n_tokens]
+        """The next `n_tokens` tokens of every sequence [batch, n_tokens], copied on the device (no host sync).
+
+        Launches ``ceil((n_tokens - held) / k)`` times. Tokens the last launch computed past
+        `n_tokens` are held back (a device copy) and returned first by the next call, so no token is
+        skipped: ``generate(a)`` then ``generate(b)`` equals ``generate(a + b)``. A request that would
+        run past the KV cache is refused before anything is launched.
+        """
+        if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
+            raise DeviceLoopError(f"n_tokens must be a whole number >= 1, got {n_tokens!r}.")
+        held = self.held_tokens
+        launches = max(0, -(-(n_tokens - held) // self.k))
+        self._check_room(launches, asked=n_tokens)
+        chunks = [self._held] if self._held is not None else []
+        for _ in range(launches):
+            chunks.append(self._launch().clone())  # device-side copy: the next launch overwrites state.out
+        tokens = torch.cat(chunks, dim=1) if len(chunks) > 1 else chunks[0]
+        self._held = tokens[:, n_tokens:].clone() if tokens.shape[1] > n_tokens else None
+        return tokens[:, :n_tokens]
 
 
 CONDITIONAL_DEMO = r'''

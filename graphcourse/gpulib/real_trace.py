@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 from toygraph.timeline import Event, Timeline
 
 __all__ = ["LAUNCH_CALLS", "GRAPH_LAUNCH_CALLS", "WAIT_CALLS", "classify", "profile_steps", "rows_to_timeline",
-           "trace_rows", "trace_summary"]
+           "trace_rows", "trace_summary", "trim_lead_in"]
 
 LAUNCH_CALLS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
                           "cudaMemcpyAsync", "cudaMemsetAsync"})
@@ -79,6 +79,30 @@ def trace_rows(events: Iterable[tuple[str, bool, float, float]], steps: Sequence
     step_ends = [end - t0 for _, end in sorted(steps)]
     step_ends[-1] = max(step_ends[-1], last_gpu)
     return {"rows": rows, "step_end_us": step_ends}
+
+
+def trim_lead_in(trace: dict[str, Any]) -> dict[str, Any]:
+    """The trace from its first launch on: the host time before it is cut off, the times shifted to start at 0.
+
+    Under ``torch.profiler`` the first traced step opens with a long stretch of host work (about
+    2 ms on the course's recorded traces) before its first CUDA call: the profiler's own start-up
+    inside the first ``record_function``, not the step. Left in, it dominates the span, so a "GPU
+    busy" share computed over the whole trace mostly measures the lead-in. Returns a new trace
+    (rows, ``step_end_us``) plus ``lead_in_us``, the length cut off; a trace without a launch is
+    returned unchanged with ``lead_in_us`` 0.
+    """
+    rows = trace["rows"]
+    calls = [r[1] for r in rows if r[0] == "cpu" and r[4] in ("launch", "graph_launch")]
+    if not calls:
+        return {**trace, "lead_in_us": 0.0}
+    cut = min(calls)
+    kept: list[Row] = []
+    for lane, start, end, label, kind in rows:
+        if end <= cut:
+            continue
+        kept.append([lane, max(start, cut) - cut, end - cut, label, kind])
+    ends = [max(0.0, float(t) - cut) for t in trace.get("step_end_us", [])]
+    return {**trace, "rows": kept, "step_end_us": ends, "lead_in_us": float(cut)}
 
 
 def rows_to_timeline(trace: dict[str, Any]) -> Timeline:

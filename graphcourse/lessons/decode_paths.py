@@ -12,9 +12,10 @@ from typing import Any, Sequence
 from ..errors import ReferenceDataError
 from .reference import load_recorded
 
-__all__ = ["PATH_LABELS", "decode_step_profile", "demos_live_or_recorded", "k_step_costs", "kernel_lines", "load",
+__all__ = ["PATH_LABELS", "bar_effect_lines", "cond_capture_line", "decode_step_profile", "demos_live_or_recorded",
+           "k_step_costs", "kernel_lines", "load",
            "one_time_cost_lines", "path_label", "path_rows", "path_table", "plot_paths", "ratio_line",
-           "recorded_label", "section", "simulate_k_steps", "static_skip_lines"]
+           "recorded_label", "section", "shorten", "simulate_k_steps", "static_skip_lines"]
 
 DATA_FILE = "decode_paths.json"
 PATH_LABELS = {
@@ -48,13 +49,22 @@ def load(path: str | Path | None = None) -> dict[str, Any]:
     return load_recorded(file, "python -m graphcourse.gpulib.bench_decode_paths")
 
 
+def shorten(text: str, limit: int = 160) -> str:
+    """`text` on one line, cut at a word boundary to at most `limit` characters ('…' where cut), never mid-word."""
+    line = " ".join(str(text).split())
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def section(name: str, data: dict[str, Any]) -> Any:
     """One section of the results; a clear error naming why it is missing (a failed section records its error)."""
     if name in data:
         return data[name]
     if f"{name}_error" in data:
         raise ReferenceDataError(f"the benchmark run that wrote this file failed in section {name!r}: "
-                                 f"{data[name + '_error'].splitlines()[0][:200]}")
+                                 f"{shorten(data[name + '_error'].splitlines()[0], 200)}")
     raise ReferenceDataError(f"the recorded results have no section {name!r}: re-run the benchmark on a GPU.")
 
 
@@ -87,7 +97,7 @@ def path_table(data: dict[str, Any], batch: int, paths: Sequence[str] | None = N
     try:
         rows = [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
     except ReferenceDataError as exc:
-        return f"batch {batch}: not recorded: {str(exc)[:300]}"
+        return f"batch {batch}: not recorded: {shorten(str(exc), 300)}"
     width = max(len(path_label(r["path"])) for r in rows)
     lines = [f"{'batch ' + str(batch):<{width}}   µs per token (spread)   CPU µs per token (spread)"]
     for r in rows:
@@ -102,7 +112,7 @@ def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str, part
     try:
         rows = {r["path"]: r for r in path_rows(data, batch, part)}
     except ReferenceDataError as exc:
-        return f"batch {batch}: not recorded: {str(exc)[:200]}"
+        return f"batch {batch}: not recorded: {shorten(str(exc), 200)}"
     a, b = rows[path]["us_per_token"], rows[reference]["us_per_token"]
     ratio, lo, hi = a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]
     verdict = ("faster" if hi < 1 else "slower" if lo > 1 else "no difference beyond the run-to-run spread")
@@ -110,33 +120,60 @@ def ratio_line(data: dict[str, Any], batch: int, path: str, reference: str, part
             f"(range {lo:.3f}-{hi:.3f}): {verdict}")
 
 
+PLOT_BARS = (("us_per_token", "kernel", "time per token (until the GPU finished)"),
+             ("issue_us_per_token", "launch", "CPU time to issue it"))
+"""The two bars of each path in :func:`plot_paths`: the figure, its palette kind, its legend label."""
+
+
 def plot_paths(data: dict[str, Any], paths: Sequence[str] | None = None, title: str = "",
                part: str = "batches") -> Any:
-    """Per batch size: median µs per token and CPU issue µs per token of each path, error bars = min..max."""
+    """Per batch size: median µs per token and CPU issue µs per token of each path, error bars = min..max.
+
+    One linear x axis from 0, shared by the panels (the same µs is the same length side by side),
+    each bar labelled with its median; colours and hatches from :mod:`graphcourse.lessons.palette`.
+    """
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import AutoMinorLocator, MaxNLocator
+
+    from .palette import color, hatch
 
     batches = [b["batch"] for b in section(part, data)]
-    fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 0.5 * 12 + 1), squeeze=False)
-    for ax, batch in zip(axes[0], batches):
-        rows = [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
+    rows_of = {batch: [r for r in path_rows(data, batch, part) if paths is None or r["path"] in paths]
+               for batch in batches}
+    top = max((r[key]["max"] for rows in rows_of.values() for r in rows for key, _, _ in PLOT_BARS), default=1.0)
+    same_rows = len({tuple(r["path"] for r in rows) for rows in rows_of.values()}) == 1
+    fig, axes = plt.subplots(1, len(batches), figsize=(5 * len(batches) + 3, 0.5 * 12 + 1), squeeze=False,
+                             sharex=True, sharey=same_rows, layout="constrained")
+    for n, (ax, batch) in enumerate(zip(axes[0], batches)):
+        rows = rows_of[batch]
         names = [path_label(r["path"]) for r in rows]
         ys = range(len(rows))
-        for offset, key, color, hatch, label in ((-0.2, "us_per_token", "#0072B2", "", "time per token"),
-                                                  (0.2, "issue_us_per_token", "#E69F00", "//",
-                                                   "CPU time to issue it")):
+        for offset, (key, kind, label) in zip((-0.2, 0.2), PLOT_BARS):
             med = [r[key]["median"] for r in rows]
             err = [[m - r[key]["min"] for m, r in zip(med, rows)], [r[key]["max"] - m for m, r in zip(med, rows)]]
-            ax.barh([y + offset for y in ys], med, height=0.4, xerr=err, color=color, hatch=hatch,
-                    edgecolor="white", label=label, capsize=2)
-        ax.set_yticks(list(ys), names, fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        ax.set_xlabel("µs per token (log scale; bars: median, whiskers: min..max over repeats)", fontsize=8)
+            bars = ax.barh([y + offset for y in ys], med, height=0.4, xerr=err, color=color(kind),
+                           hatch=hatch(kind), edgecolor="white", label=label, capsize=2)
+            for bar, r in zip(bars, rows):  # the median, just past the whisker
+                ax.text(r[key]["max"] + top * 0.01, bar.get_y() + bar.get_height() / 2, f"{r[key]['median']:.1f}",
+                        va="center", ha="left", fontsize=8)
+        if n == 0 or not same_rows:  # shared rows: the names once, on the left
+            ax.set_yticks(list(ys), names, fontsize=8)
+            if n == 0:
+                ax.invert_yaxis()
+        else:
+            ax.tick_params(axis="y", labelleft=False)
+        if not same_rows and n > 0:
+            ax.invert_yaxis()
+        ax.set_xlim(0, top * 1.15)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8))
+        ax.xaxis.set_minor_locator(AutoMinorLocator())
+        ax.tick_params(axis="x", labelsize=8)
+        ax.set_xlabel("µs per token (bars: median, whiskers: min..max over repeats)", fontsize=8)
         ax.set_title(f"batch {batch}", fontsize=10)
-        ax.grid(True, axis="x", which="both", alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="lower right")
+        ax.grid(True, axis="x", which="major", alpha=0.3)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=8,
+               frameon=False)
     fig.suptitle(title or f"Decode paths of the tiny GPT, {recorded_label(data)}", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -239,8 +276,10 @@ def one_time_cost_lines(data: dict[str, Any]) -> str:
             parts.append(f"default mode compiled in {rows['compiled_default']['compile_s']:.1f} s")
         if "reduce_overhead" in rows:
             ro = rows["reduce_overhead"]
+            # Runs recorded before the benchmark read CUDAGraph Trees' pool from `cuda_graphs_thread_pool`
+            # (it had looked under another attribute) hold no reserved_bytes for reduce-overhead.
             memory = (f", CUDAGraph Trees' pool {ro['reserved_bytes'] / 2**20:.0f} MiB" if "reserved_bytes" in ro
-                      else ", its memory not recorded")
+                      else ", its memory not measured in the recorded run")
             parts.append(f"reduce-overhead compiled and warmed up (first call) in {ro['compile_s']:.1f} s, "
                          f"recorded and replayed once (next two calls) in "
                          f"{ro['warmup_and_record_s'] * 1e3:.0f} ms{memory}")
@@ -272,7 +311,7 @@ def kernel_lines(data: dict[str, Any]) -> str:
                          f"{k['compiled_default']['kernel_us_per_step']:.0f} µs")
     if not lines:
         why = data.get("batches_error", "no 'batches' section")
-        lines.append(f"kernel counts not recorded: {why.splitlines()[0][:160]}")
+        lines.append(f"kernel counts not recorded: {shorten(why.splitlines()[0], 160)}")
     return "\n".join(lines)
 
 
@@ -304,7 +343,7 @@ def static_skip_lines(data: dict[str, Any]) -> str:
 def unrecorded_lines(data: dict[str, Any]) -> str:
     """What the recorded file does not hold (yet), each with the reason it gives; what it holds, in one line."""
     def why(key: str) -> str:
-        return (data.get(key + "_error") or f"no '{key}' section").splitlines()[0][:160]
+        return shorten((data.get(key + "_error") or f"no '{key}' section").splitlines()[0], 160)
 
     held, missing = [], []
     if data.get("batches"):
@@ -320,7 +359,7 @@ def unrecorded_lines(data: dict[str, Any]) -> str:
         missing.append(f"the compiled kernels captured by hand: not recorded ({why('compiled_graphs')})")
     ro = [r for r in _all_rows(data, 1).values() if r["path"] == "reduce_overhead"]
     if not any("reserved_bytes" in r for r in ro):
-        missing.append("reduce-overhead's graph memory: not recorded")
+        missing.append("reduce-overhead's graph memory: not measured in the recorded run")
     if data.get("traces"):
         held.append("real profiler traces of two decode steps at batch 1")
     else:
@@ -332,3 +371,72 @@ def unrecorded_lines(data: dict[str, Any]) -> str:
                    "captured by hand stand in for it)")
     lines = ["recorded: " + ("; ".join(held) or "nothing")] + ["- " + m for m in missing]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- sentences built from the data
+
+
+def _ratio(a: dict[str, float], b: dict[str, float]) -> str:
+    """'x0.88 (range 0.88-0.88), shorter' for two {median, min, max} figures; 'no change ...' when the range holds 1."""
+    ratio, lo, hi = a["median"] / b["median"], a["min"] / b["max"], a["max"] / b["min"]
+    verdict = "shorter" if hi < 1 else "longer" if lo > 1 else "no change beyond the spread"
+    return f"x{ratio:.2f} (range {lo:.2f}-{hi:.2f}), {verdict}"
+
+
+def _bars(new: dict[str, Any], old: dict[str, Any]) -> str:
+    return (f"time per token {_ratio(new['us_per_token'], old['us_per_token'])}; CPU time to issue it "
+            f"{_ratio(new['issue_us_per_token'], old['issue_us_per_token'])}")
+
+
+def bar_effect_lines(data: dict[str, Any]) -> str:
+    """What fusion and graphs did to each bar of the path plot, per batch, from the recorded file only.
+
+    With eager and default mode recorded: fusion alone (default mode against eager, no graphs on
+    either side) and graphs alone (one graph per step against eager). Without them, the lines say
+    so and why, then give the two comparisons the file does hold: fusion with graphs on both sides
+    (compiled kernels against eager kernels, each one step per graph) and who manages the graph
+    (reduce-overhead against the compiled kernels captured by hand).
+    """
+    lines = []
+    for batch in (1, 8):
+        core = {r["path"]: r for b in data.get("batches") or [] if b["batch"] == batch for r in b["rows"]}
+        done = False
+        if {"eager", "compiled_default"} <= set(core):
+            lines.append(f"batch {batch}, fusion without graphs (default mode / eager): "
+                         f"{_bars(core['compiled_default'], core['eager'])}")
+            done = True
+        if {"eager", "graph_k1"} <= set(core):
+            lines.append(f"batch {batch}, graphs without fusion (one graph per step / eager): "
+                         f"{_bars(core['graph_k1'], core['eager'])}")
+            done = True
+        if done:
+            continue
+        why = shorten((data.get("batches_error") or "no 'batches' section").splitlines()[0], 160)
+        lines.append(f"batch {batch}: eager and default mode not recorded ({why}), so fusion alone and graphs "
+                     f"alone cannot be read off this file yet; what it holds:")
+        comp = {r["path"]: r for b in data.get("compiled_graphs") or [] if b["batch"] == batch for r in b["rows"]}
+        if {"compiled_graph_k1", "graph_k1"} <= set(comp):
+            lines.append(f"  fusion, graphs on both sides (compiled kernels / eager kernels, 1 step per graph): "
+                         f"{_bars(comp['compiled_graph_k1'], comp['graph_k1'])}")
+        if {"reduce_overhead", "compiled_graph_k1"} <= set(comp):
+            lines.append(f"  who manages the graph (reduce-overhead / the same kernels captured by hand): "
+                         f"{_bars(comp['reduce_overhead'], comp['compiled_graph_k1'])}")
+        if not comp:
+            lines.append("  nothing: the compiled kernels captured by hand are not recorded either")
+    return "\n".join(lines)
+
+
+def cond_capture_line(features: dict[str, Any] | None, where: str) -> str:
+    """Whether the torch described by `features` (device_loop.torch_features) can capture torch.cond into IF nodes."""
+    if not features:
+        return f"{where}: features not recorded"
+    nodes = features.get("cudagraph_conditional_nodes") or []
+    if_method = features.get("CUDAGraph.begin_capture_to_if_node")
+    head = f"{where}, torch {features.get('torch', '?')}: "
+    if "if_else_node" in nodes:
+        return (head + "has torch._higher_order_ops.cudagraph_conditional_nodes: on a CUDA GPU, torch.cond can "
+                "be captured into IF nodes (outside Inductor: backend='cudagraphs' or 'eager'; under "
+                "reduce-overhead it stays a host-side if, a sync)")
+    extra = "; it does have CUDAGraph.begin_capture_to_if_node (an IF node by hand)" if if_method else ""
+    return (head + "no cudagraph_conditional_nodes module: torch.cond is NOT captured into a conditional node "
+            f"(it decides on the host, a sync, which a capture refuses){extra}")

@@ -1,0 +1,79 @@
+"""graphcourse.lessons.decode_paths' plot on a CPU: both panels on one linear axis from 0, medians on the bars, the palette."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
+
+from graphcourse.lessons.decode_paths import plot_paths  # noqa: E402
+from graphcourse.lessons.palette import color, hatch  # noqa: E402
+
+
+def _row(path: str, t: float, cpu: float) -> dict:
+    return {"path": path, "us_per_token": {"median": t, "min": t - 1, "max": t + 2, "spread": 3},
+            "issue_us_per_token": {"median": cpu, "min": cpu - 0.5, "max": cpu + 0.5, "spread": 1}}
+
+
+DATA = {"provenance": {"gpu_name": "a test GPU", "date_utc": "2026-01-01", "torch": "x", "cuda": "y"},
+        "batches": [{"batch": 1, "rows": [_row("graph_k1", 186.1, 21.5), _row("graph_k16", 164.0, 3.0)]},
+                    {"batch": 8, "rows": [_row("graph_k1", 350.7, 30.0), _row("graph_k16", 341.3, 10.4)]}]}
+
+
+def test_panels_share_one_linear_axis_from_zero_and_label_each_bar_with_its_median() -> None:
+    fig = plot_paths(DATA)
+    try:
+        left, right = fig.axes[:2]
+        assert left.get_xscale() == right.get_xscale() == "linear"
+        assert left.get_xlim() == right.get_xlim() and left.get_xlim()[0] == 0
+        assert left.get_xlim()[1] > 352.7, "the longest whisker fits"
+        texts = {t.get_text() for ax in (left, right) for t in ax.texts}
+        assert {"186.1", "164.0", "21.5", "3.0", "350.7", "341.3", "30.0", "10.4"} <= texts
+        assert len(left.get_xticks()) >= 4, "readable ticks, not two decades"
+        fills = {(to_hex(p.get_facecolor()), p.get_hatch() or "") for p in left.patches}
+        assert fills == {(color("kernel").lower(), hatch("kernel")), (color("launch").lower(), hatch("launch"))}
+        assert hatch("launch"), "the two bars differ by hatch as well as colour"
+    finally:
+        plt.close(fig)
+
+
+def test_shorten_cuts_at_a_word_boundary() -> None:
+    from graphcourse.lessons.decode_paths import shorten
+
+    text = "AcceleratorError: CUDA error: an illegal memory access was encountered"
+    assert shorten(text, 200) == text
+    cut = shorten(text, 40)
+    assert len(cut) <= 40 and cut.endswith("…") and text.startswith(cut[:-1]) and text[len(cut) - 1] == " "
+
+
+def test_bar_effect_lines_come_from_the_data_and_say_what_is_missing() -> None:
+    from graphcourse.lessons.decode_paths import bar_effect_lines
+
+    compiled = {"batch": 1, "rows": [_row("graph_k1", 186.1, 21.5), _row("compiled_graph_k1", 163.9, 20.2),
+                                     _row("reduce_overhead", 180.1, 179.2)]}
+    missing = {**DATA, "batches_error": "RuntimeError: boom\ntrace", "compiled_graphs": [compiled]}
+    missing.pop("batches")
+    text = bar_effect_lines(missing)
+    assert "batch 1: eager and default mode not recorded (RuntimeError: boom)" in text
+    assert "fusion, graphs on both sides" in text and "x0.88" in text and "who manages the graph" in text
+    assert "batch 8: eager and default mode not recorded" in text and "not recorded either" in text
+    full = {**DATA, "batches": [{"batch": 1, "rows": [_row("eager", 600.0, 590.0), _row("graph_k1", 186.1, 21.5),
+                                                      _row("compiled_default", 400.0, 380.0)]}]}
+    text = bar_effect_lines(full)
+    assert "batch 1, fusion without graphs (default mode / eager): time per token x0.67" in text
+    assert "batch 1, graphs without fusion (one graph per step / eager): time per token x0.31" in text
+    assert "not recorded" not in text.split("batch 8")[0]
+
+
+def test_cond_capture_line_follows_the_features() -> None:
+    from graphcourse.lessons.decode_paths import cond_capture_line
+
+    old = {"torch": "2.11.0+cu130", "cudagraph_conditional_nodes": [], "CUDAGraph.begin_capture_to_if_node": False}
+    assert "torch.cond is NOT captured" in cond_capture_line(old, "recorded GPU")
+    new = {"torch": "2.13.0", "cudagraph_conditional_nodes": ["if_else_node"],
+           "CUDAGraph.begin_capture_to_if_node": True}
+    assert "can be captured into IF nodes" in cond_capture_line(new, "here")
+    assert cond_capture_line(None, "here") == "here: features not recorded"
