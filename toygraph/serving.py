@@ -115,11 +115,12 @@ class WasteSummary:
     useful_rows: float  # mean rows of real requests per step
     padded_rows: float  # mean rows of padding per step
     eager_share: float  # share of steps with no graph (above the largest size)
+    useful_rows_graphed: float = 0.0  # mean real rows per step that went through a graph
 
     @property
     def waste_fraction(self) -> float:
         """Padding rows over all rows the graphs run (0.0 when nothing is graphed)."""
-        graphed = self.useful_rows * (1.0 - self.eager_share) + self.padded_rows
+        graphed = self.useful_rows_graphed + self.padded_rows
         return self.padded_rows / graphed if graphed else 0.0
 
     @property
@@ -151,7 +152,7 @@ def expected_waste(sizes: Iterable[int], distribution: Mapping[int, float]) -> W
     """Expected padding per step when batches follow `distribution` ({size: weight}) and each is padded to its graph."""
     table = PaddedSizeTable(sizes)
     probs = _check_distribution(distribution)
-    useful = padded = eager = 0.0
+    useful = padded = eager = graphed = 0.0
     for b, p in probs.items():
         d = table.dispatch(b)
         useful += p * b
@@ -159,7 +160,8 @@ def expected_waste(sizes: Iterable[int], distribution: Mapping[int, float]) -> W
             eager += p
         else:
             padded += p * d.padded_rows
-    return WasteSummary(table.sizes, useful, padded, eager)
+            graphed += p * b
+    return WasteSummary(table.sizes, useful, padded, eager, graphed)
 
 
 @dataclass(frozen=True)

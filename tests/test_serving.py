@@ -1,0 +1,228 @@
+"""Lesson 09's pure parts: the engines' size rules, the padded-size table, waste, the chooser, the section reader
+and the benchmark's section update; the padded replay and piecewise split run without graphs on a CPU."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+import torch
+
+from graphcourse.errors import ReferenceDataError
+from graphcourse.lessons import serving as S
+from graphcourse.reference import serving_section
+from toygraph import InvalidArgumentError
+from toygraph.buckets import EagerFallbackWarning, bucket_for
+from toygraph.serving import AboveLargestSizeError, PaddedSizeTable, ToyCaptureCost, expected_waste, padded_size_table
+
+
+def test_vllm_default_sizes_follow_the_rule_read_in_set_cudagraph_sizes():
+    sizes = S.vllm_default_sizes()  # H200 defaults: max_num_seqs 1024 -> largest min(2048, 512) = 512
+    assert sizes[:4] == (1, 2, 4, 8)
+    assert [b for b in sizes if 8 <= b < 256] == list(range(8, 256, 8))
+    assert [b for b in sizes if b >= 256] == list(range(256, 513, 16))
+    assert len(sizes) == 3 + 31 + 17 == 51
+    assert S.vllm_default_sizes(max_num_seqs=128)[-1] == 256           # min(128 * 2, 512)
+    assert S.vllm_default_sizes(max_num_seqs=1024, blackwell=True)[-1] == 1024
+    assert S.vllm_default_sizes(max_num_seqs=4) == (1, 2, 4, 8)        # largest 8
+    assert S.vllm_default_sizes(max_num_seqs=256, max_num_batched_tokens=100)[-1] == 100  # the token cap, appended
+    assert S.vllm_default_sizes(performance_mode="interactivity")[:33] == tuple(range(1, 33)) + (40,)
+    with pytest.raises(ValueError):
+        S.vllm_default_sizes(performance_mode="fast")
+
+
+def test_vllm_batch_defaults_by_gpu():
+    assert S.vllm_batch_defaults(140, "NVIDIA H200") == (1024, 8192)
+    assert S.vllm_batch_defaults(80, "NVIDIA A100-SXM4-80GB") == (256, 2048)
+    assert S.vllm_batch_defaults(140, "NVIDIA H200", usage="llm") == (1024, 16384)
+
+
+def test_sglang_default_sizes_follow_generate_cuda_graph_batch_sizes():
+    sizes = S.sglang_default_sizes(256)
+    assert sizes == (1, 2, 4, 8, 12) + tuple(range(16, 257, 8))
+    big = S.sglang_default_sizes(1024)
+    assert [b for b in big if 256 < b < 512] == list(range(272, 512, 16))
+    assert [b for b in big if b >= 512] == list(range(512, 1025, 32))
+    assert S.sglang_default_sizes(16, disable_padding=True) == tuple(range(1, 17))
+    assert S.sglang_default_sizes(64, speculative=True)[:9] == (1, 2, 3, 4, 5, 6, 7, 8, 10)
+    assert S.sglang_default_max_bs(143156) == 256 and S.sglang_default_max_bs(143156, tp_size=8) == 512
+    assert S.sglang_default_max_bs(None) == 160 and S.sglang_default_max_bs(16 * 1024) == 8
+    old = S.sglang_sizes_2025(143156)
+    assert old[:5] == (1, 2, 4, 8, 16) and old[-1] == 256
+    assert S.sglang_sizes_2025(40960)[-1] == 160
+
+
+def test_padded_size_table_matches_bucket_for_and_vllms_loop():
+    for sizes in [(1, 2, 4, 8), S.vllm_default_sizes(), (3, 5, 17)]:
+        table = padded_size_table(sizes)
+        assert table[0] == 0 and len(table) == max(sizes) + 1
+        for b in range(1, max(sizes) + 1):
+            assert table[b] == bucket_for(b, sizes)
+
+
+def test_lookup_raises_or_dispatches_eager_above_the_largest_size():
+    t = PaddedSizeTable([1, 2, 4, 8])
+    assert t.padded_size(5) == 8 and t.dispatch(5).padded_rows == 3
+    with pytest.raises(AboveLargestSizeError, match="eagerly"):
+        t.padded_size(9)
+    d = t.dispatch(9)
+    assert (d.mode, d.size, d.padded_rows) == ("eager", 9, 0)
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(InvalidArgumentError):
+            t.dispatch(bad)
+
+
+def test_expected_waste_by_hand():
+    w = expected_waste([1, 2, 4, 8], {3: 1.0, 5: 1.0, 16: 2.0})
+    # per step: useful (3 + 5 + 2 * 16) / 4 = 10; padded (1 + 3) / 4 = 1; half the steps eager
+    assert math.isclose(w.useful_rows, 10.0) and math.isclose(w.padded_rows, 1.0) and w.eager_share == 0.5
+    assert math.isclose(w.waste_fraction, 1.0 / (2.0 + 1.0))   # padded / (graphed useful 8/4 + padded)
+    assert expected_waste(range(1, 9), {3: 1, 7: 1}).waste_fraction == 0.0
+    with pytest.raises(InvalidArgumentError):
+        expected_waste([1, 2], {})
+    with pytest.raises(InvalidArgumentError):
+        expected_waste([1, 2], {1: -1.0})
+
+
+def test_denser_lists_waste_less_on_the_chat_mix():
+    d = S.chat_batch_distribution(256)
+    assert math.isclose(sum(d.values()), 1.0) and d[1] > d[2] > d[100]
+    rows = {r.name: r for r in S.tradeoff_rows(d, None)}
+    assert rows["every size"].waste.waste_fraction == 0.0
+    assert rows["every 4"].waste.waste_fraction < rows["vLLM default"].waste.waste_fraction
+    assert rows["vLLM default"].waste.waste_fraction < rows["powers of two"].waste.waste_fraction
+    assert all(r.capture_s is None for r in rows.values())
+
+
+def _recorded():
+    lists = S.candidate_lists(256)
+    rows = []
+    for i, (name, sizes) in enumerate(lists.items()):
+        cost = {"capture_s": 0.01 * len(sizes), "capture_s_min": 0.009 * len(sizes),
+                "capture_s_max": 0.011 * len(sizes), "free_drop_bytes": 2**20 * (8 + len(sizes))}
+        private = dict(cost, free_drop_bytes=2**21 * len(sizes))
+        rows.append({"name": name, "sizes": list(sizes), "shared": cost, "private": private})
+    return {"lists": rows}
+
+
+def test_choose_sizes_within_budget():
+    rows = S.tradeoff_rows(S.chat_batch_distribution(256), _recorded())
+    assert S.choose_sizes(rows).name == "every size"
+    best = S.choose_sizes(rows, memory_budget_bytes=50 * 2**20)  # <= 42 sizes fit
+    assert best.name == "SGLang default"
+    assert S.choose_sizes(rows, capture_budget_s=0.2).name == "every 16"
+    with pytest.raises(ValueError, match="cheapest is 'powers of two'"):
+        S.choose_sizes(rows, memory_budget_bytes=2**20)
+
+
+def test_render_tradeoff_without_and_with_recorded_figures():
+    import matplotlib.pyplot as plt
+
+    text, fig = S.render_tradeoff(64, S.chat_batch_distribution(), None)
+    assert "not recorded" in text and "no list fits" in text
+    plt.close(fig)
+    text, fig = S.render_tradeoff(50, S.chat_batch_distribution(), _recorded(), "test")
+    assert "'SGLang default' (36 sizes)" in text
+    plt.close(fig)
+
+
+def test_fit_capture_cost_recovers_a_line():
+    rows = [{"size": b, "capture_ms": 5 + 0.1 * b, "private_pool_bytes": 1000 * b} for b in (1, 8, 64, 256)]
+    c = S.fit_capture_cost(rows)
+    assert math.isclose(c.capture_ms, 5, abs_tol=1e-6) and math.isclose(c.capture_ms_per_row, 0.1, rel_tol=1e-6)
+    assert c.pool_bytes_per_row == 1000
+    toy = ToyCaptureCost(capture_ms=10, capture_ms_per_row=0, pool_bytes_per_row=100, output_bytes_per_row=1)
+    assert toy.shared_pool_bytes([1, 2, 4]) == 400 + 7 < toy.private_pools_bytes([1, 2, 4]) == 707
+    assert math.isclose(toy.capture_s([1, 2, 4]), 0.03)
+
+
+def test_serving_section_reader_gives_a_clear_error_when_missing(tmp_path):
+    f = tmp_path / "ref.json"
+    f.write_text(json.dumps({"provenance": {"gpu_name": "X"}, "decode": {}}))
+    with pytest.raises(ReferenceDataError, match="bench_serving"):
+        serving_section(path=f)
+    with pytest.raises(ReferenceDataError, match="provenance"):
+        serving_section({"provenance": {}, "serving": {"lists": []}})
+
+
+def test_bench_update_section_keeps_other_sections(tmp_path):
+    from graphcourse.gpulib.bench_serving import update_section
+
+    f = tmp_path / "ref.json"
+    original = {"schema": 2, "provenance": {"gpu_name": "H"}, "decode": {"rows": [1, 2]}, "serving": {"old": 1}}
+    f.write_text(json.dumps(original))
+    new = {"provenance": {"gpu_name": "H200"}, "lists": []}
+    update_section(f, new)
+    data = json.loads(f.read_text())
+    assert data["serving"] == new
+    assert {k: v for k, v in data.items() if k != "serving"} == {k: v for k, v in original.items() if k != "serving"}
+    assert [p.name for p in tmp_path.iterdir()] == ["ref.json"]  # no temporary file left
+    fresh = tmp_path / "new.json"
+    update_section(fresh, new)
+    assert serving_section(path=fresh) == new
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit):
+        update_section(bad, new)
+    assert bad.read_text() == "{not json"
+
+
+def test_bench_refuses_without_cuda(capsys, tmp_path):
+    from graphcourse.gpulib.bench_serving import NO_CUDA_EXIT, main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert main(["--out", str(tmp_path / "x.json")]) == NO_CUDA_EXIT
+    assert "no CUDA GPU" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+
+
+# ----------------------------------------------------------------- the GPU library's arithmetic, without graphs
+
+
+def _model():
+    from graphcourse.gpu import GPTConfig, TinyGPT
+
+    return TinyGPT(GPTConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=2, max_len=16), seed=3)
+
+
+def test_piecewise_split_equals_the_decode_step():
+    from graphcourse.gpu import as_device_position
+    from graphcourse.gpulib.serving import PiecewiseDecoder, clone_cache, piecewise_step_eager
+
+    m = _model()
+    pos = as_device_position(2, "cpu")
+    tokens, slots = torch.tensor([3, 9, 11]), torch.tensor([2, 0, 1])
+    a, b = m.new_cache(4), m.new_cache(4)
+    assert torch.equal(piecewise_step_eager(m, tokens, pos, a, slots), m.decode_step(tokens, pos, b, slots=slots))
+    assert torch.equal(a.k, b.k) and torch.equal(a.v, b.v)
+    c = clone_cache(b)
+    pw = PiecewiseDecoder(m, m.new_cache(4), pos, 3, capture=False)
+    pw.cache.k.copy_(c.k), pw.cache.v.copy_(c.v)
+    assert torch.equal(pw(tokens, slots), m.decode_step(tokens, pos, c, slots=slots))
+    assert pw.graph_count == 3
+
+
+def test_serving_decoder_pads_to_the_table_and_writes_only_the_scratch_slot():
+    from graphcourse.gpulib.serving import ServingDecoder, clone_cache, kv_rows_touched
+
+    m = _model()
+    server = ServingDecoder(m, [1, 2, 4, 8], position=2, capture=False)
+    server.cache.k.normal_(generator=torch.Generator().manual_seed(0))
+    server.cache.v.normal_(generator=torch.Generator().manual_seed(1))
+    tokens, slots = torch.tensor([1, 2, 3, 4, 5]), torch.arange(5)
+    reference = clone_cache(server.cache)
+    expected = m.decode_step(tokens, server.pos, reference, slots=slots)
+    before = clone_cache(server.cache)
+    got = server(tokens, slots)
+    assert torch.equal(got, expected) and server.dispatched[-1] == ("graph", 5, 8)
+    assert kv_rows_touched(before, server.cache) == [0, 1, 2, 3, 4, server.cache.pad_slot]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        server(torch.arange(3), torch.tensor([0, 1, 2]))
+    assert not caught
+    big = ServingDecoder(m, [1, 2], max_batch=4, capture=False)
+    with pytest.warns(EagerFallbackWarning, match="above the largest captured size"):
+        out = big(torch.tensor([1, 2, 3]), torch.tensor([0, 1, 2]))
+    assert out.shape == (3,) and big.dispatched[-1] == ("eager", 3, 3)
