@@ -400,3 +400,75 @@ def table_for(sizes: Iterable[int]) -> PaddedSizeTable:
     return PaddedSizeTable(sizes)
 
 
+
+
+# --------------------------------------------------------------------------- reading the recorded section
+
+
+def worst_waste_by_band(sizes: Iterable[int], bands: Iterable[tuple[int, int]]) -> list[tuple[int, int, int, float]]:
+    """For each band (lo, hi) of batch sizes: (lo, hi, the batch that wastes most, its padding share of the graph)."""
+    table = PaddedSizeTable(sizes)
+    out = []
+    for lo, hi in bands:
+        hi = min(hi, table.largest)
+        if lo > hi:
+            continue
+        worst = max(range(lo, hi + 1), key=lambda b: (table.padded_size(b) - b) / table.padded_size(b))
+        out.append((lo, hi, worst, (table.padded_size(worst) - worst) / table.padded_size(worst)))
+    return out
+
+
+def _pm(row: Mapping[str, Any], key: str, scale: float = 1.0, fmt: str = ".2f") -> str:
+    return (f"{row[key] * scale:{fmt}} ({row[key + '_min'] * scale:{fmt}}-{row[key + '_max'] * scale:{fmt}})")
+
+
+def capture_mode_lines(sec: Mapping[str, Any] | None) -> list[str]:
+    """Per list: capture time and memory (free memory fallen, MiB) for one pool largest first, a pool per graph,
+    and one pool smallest first; medians with min-max over the repeats."""
+    if not sec:
+        return ["capture cost: not recorded yet (run python -m graphcourse.gpulib.bench_serving on a GPU)"]
+    out = [f"{'list':<15}{'sizes':>6}  {'capture s, shared pool':<24}{'shared, largest first MiB':<28}"
+           f"{'a pool per graph MiB':<26}{'shared, smallest first MiB'}"]
+    for r in sec["lists"]:
+        out.append(f"{r['name']:<15}{r['n_sizes']:>6}  {_pm(r['shared'], 'capture_s'):<24}"
+                   f"{_pm(r['shared'], 'free_drop_bytes', 2**-20, '.1f'):<28}"
+                   f"{_pm(r['private'], 'free_drop_bytes', 2**-20, '.1f'):<26}"
+                   f"{_pm(r['shared_smallest_first'], 'free_drop_bytes', 2**-20, '.1f')}")
+    return out
+
+
+def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> str:
+    """'less', 'more' or 'no different (the ranges overlap)': a's median against b's, read against both spreads."""
+    if a[f"{key}_max"] < b[f"{key}_min"]:
+        return "less"
+    if a[f"{key}_min"] > b[f"{key}_max"]:
+        return "more"
+    return "no different (the ranges overlap)"
+
+
+def capture_mode_summary(sec: Mapping[str, Any] | None) -> str:
+    """One sentence per list, computed from the recorded ranges: does one shared pool take less than a pool per graph?"""
+    if not sec:
+        return "not recorded yet"
+    lines = []
+    for r in sec["lists"]:
+        vs_private = compare(r["shared"], r["private"], "free_drop_bytes")
+        vs_order = compare(r["shared"], r["shared_smallest_first"], "free_drop_bytes")
+        lines.append(f"{r['name']} ({r['n_sizes']} sizes): one pool largest first took {vs_private} memory than a "
+                     f"pool per graph, and {vs_order} than one pool smallest first")
+    return "\n".join(lines)
+
+
+def piecewise_lines(sec: Mapping[str, Any] | None) -> list[str]:
+    """µs per decode step: eager, one full graph, piecewise (attention eager); medians with min-max; tokens checked."""
+    if not sec:
+        return ["piecewise against full graph: not recorded yet (run python -m graphcourse.gpulib.bench_serving)"]
+    out = [f"{'batch':>5}  {'eager µs':<22}{'full graph µs':<22}{'piecewise µs':<22}{'piecewise / full':<20}tokens"]
+    for r in sec["piecewise"]["rows"]:
+        same = "same as eager" if r["full_matches_eager"] and r["piecewise_matches_eager"] else "DIFFER"
+        out.append(f"{r['batch']:>5}  {_pm(r, 'eager_us', 1, '.0f'):<22}{_pm(r, 'full_graph_us', 1, '.0f'):<22}"
+                   f"{_pm(r, 'piecewise_us', 1, '.0f'):<22}{_pm(r, 'piecewise_over_full'):<20}{same}")
+    rows = sec["piecewise"]["rows"]
+    out.append(f"piecewise replays {rows[0]['graphs_per_step_piecewise']} graphs and runs "
+               f"{rows[0]['eager_attention_calls_per_step']} attentions eagerly per step")
+    return out
