@@ -70,6 +70,8 @@ EXERCISE_AFTER = {
 # (exercises first, then lessons, the last first), so that new material never breaks the budget.
 MOVE_OUT = [
     ("lesson", "00", "before the workshop, with the set-up checklist"),
+    ("lesson", "09", "after the workshop: a follow-up session for those who serve models (capture sizes, "
+                     "capture cost, piecewise graphs)"),
     ("lesson", "08", "after the workshop: a follow-up session or self-study (conditional nodes, CUDA 12.4+)"),
     ("lesson", "07", "after the workshop: a follow-up session or self-study (torch.compile's reduce-overhead)"),
     ("exercise", "ex10_baked_values", "homework"),
