@@ -226,3 +226,94 @@ def test_serving_decoder_pads_to_the_table_and_writes_only_the_scratch_slot():
     with pytest.warns(EagerFallbackWarning, match="above the largest captured size"):
         out = big(torch.tensor([1, 2, 3]), torch.tensor([0, 1, 2]))
     assert out.shape == (3,) and big.dispatched[-1] == ("eager", 3, 3)
+
+
+# ----------------------------------------------------------------- the benchmark's section, built without a GPU
+
+
+class _FakeCaptured:
+    def __init__(self, sizes, shared, order):
+        from graphcourse.gpulib.serving import ListMemory
+
+        sizes = sorted(sizes)
+        n = len(sizes)
+        self.capture_s = 0.01 * n
+        self.per_size_s = {b: 0.005 + 1e-5 * b for b in sizes}
+        self.per_size_pool_bytes = {} if shared else {b: 2**21 + 4096 * b for b in sizes}
+        drop = (2**21 + 4096 * sizes[-1] + 512 * n) if shared else sum(2**21 + 4096 * b for b in sizes)
+        if shared and order == "smallest_first":
+            drop += 2**20
+        self.memory = ListMemory(drop, drop // 2, drop, drop)
+
+    def release(self):
+        pass
+
+
+def _fake_capture_list(model, cache, pos, sizes, *, order="largest_first", shared_pool=True, measure_memory=True,
+                       **_):
+    return _FakeCaptured(sizes, shared_pool, order)
+
+
+def _section(monkeypatch):
+    import functools
+
+    from graphcourse.gpulib import bench_serving as B
+
+    monkeypatch.setattr(B, "provenance", lambda argv, quick: {"gpu_name": "fake GPU", "date_utc": "2026-11-30",
+                                                              "torch": torch.__version__, "command": "test"})
+    monkeypatch.setattr(B, "bench_lists", functools.partial(B.bench_lists, device="cpu",
+                                                            capture_list=_fake_capture_list))
+    monkeypatch.setattr(B, "bench_piecewise", functools.partial(
+        B.bench_piecewise, device="cpu", capture=False, timer=lambda fn, iters: 100.0 + iters))
+    monkeypatch.setattr(B, "padded_replay_fact", functools.partial(B.padded_replay_fact, "cpu", False))
+    return B.run_section(["--out", "x.json"], quick=False)
+
+
+def test_the_benchmark_section_has_what_the_lesson_reads(monkeypatch, tmp_path):
+    from graphcourse.gpulib.bench_serving import summary_lines, update_section
+
+    sec = _section(monkeypatch)
+    assert {r["name"] for r in sec["lists"]} == set(S.candidate_lists(256))
+    for r in sec["lists"]:
+        for mode in ("shared", "private", "shared_smallest_first"):
+            assert {"capture_s", "capture_s_min", "capture_s_max", "free_drop_bytes_min"} <= set(r[mode])
+    fact = sec["padded_replay"]
+    assert fact["tokens_match_eager"] and fact["kv_rows_match_eager"] and fact["padded_to"] == 8
+    assert fact["slots_written"] == [0, 1, 2, 3, 4, 8] and fact["live_slots_untouched"] == [5, 6, 7]
+    rows = sec["piecewise"]["rows"]
+    assert [r["batch"] for r in rows] == [1, 8] and all(r["piecewise_matches_eager"] for r in rows)
+    assert len(sec["per_size"]) == 256 and sec["per_size"][0]["private_pool_bytes"] > 0
+    summary_lines(sec)
+    # the lesson's readers, on the section as the file will hold it
+    f = tmp_path / "ref.json"
+    f.write_text(json.dumps({"provenance": {"gpu_name": "H200"}, "decode": {}}))
+    update_section(f, sec)
+    rec = serving_section(path=f)
+    table = S.tradeoff_rows(S.chat_batch_distribution(256), rec)
+    assert all(r.capture_s is not None and r.shared_bytes < r.private_bytes for r in table if r.n_sizes > 1)
+    lines = S.capture_mode_lines(rec)
+    assert len(lines) == 1 + 7 and "every size" in lines[-1]
+    assert "one pool largest first took less memory than a pool per graph" in S.capture_mode_summary(rec)
+    assert "same as eager" in S.piecewise_lines(rec)[1]
+    assert S.fit_capture_cost(rec["per_size"]).pool_bytes_per_row == 4096
+    import matplotlib.pyplot as plt
+
+    text, fig = S.render_tradeoff(64, S.chat_batch_distribution(256), rec, "fake")
+    plt.close(fig)
+    assert "within 64 MiB" in text
+
+
+def test_gpu_library_refuses_clearly_without_cuda():
+    from graphcourse.errors import NoCudaError
+    from graphcourse.gpu import as_device_position
+    from graphcourse.gpulib.serving import PiecewiseDecoder, ServingDecoder, capture_list
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    m = _model()
+    with pytest.raises(NoCudaError, match="capturing a list"):
+        capture_list(m, m.new_cache(2), as_device_position(0, "cpu"), [1, 2])
+    with pytest.raises(NoCudaError):
+        ServingDecoder(m, [1, 2])
+    with pytest.raises(NoCudaError):
+        PiecewiseDecoder(m, m.new_cache(2), as_device_position(0, "cpu"), 2)

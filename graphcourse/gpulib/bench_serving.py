@@ -117,21 +117,28 @@ def update_section(path: Path, section: dict[str, Any], name: str = SECTION) -> 
     return data
 
 
-def bench_lists(lists: dict[str, tuple[int, ...]], repeats: int, progress: bool | None = None) -> dict[str, Any]:
-    """Capture every list in every mode, interleaved, `repeats` times: wall time and memory, medians and spreads."""
-    import torch
+def bench_lists(lists: dict[str, tuple[int, ...]], repeats: int, progress: bool | None = None, *,
+                device: str = "cuda", capture_list: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Capture every list in every mode, interleaved, `repeats` times: wall time and memory, medians and spreads.
+
+    `capture_list` defaults to :func:`graphcourse.gpulib.serving.capture_list` (tests pass a fake, with
+    ``device="cpu"``, to check the section's shape without a GPU).
+    """
     from tqdm.auto import tqdm
 
     from ..gpu import GPTConfig, TinyGPT, as_device_position, show_progress
-    from .serving import capture_list, memory_now
 
-    model = TinyGPT(GPTConfig()).cuda()
+    real = capture_list is None
+    if real:
+        from .serving import capture_list, memory_now
+    model = TinyGPT(GPTConfig()).to(device)
     cache = model.new_cache(MAX_BATCH)
-    pos = as_device_position(POSITION, "cuda")
+    pos = as_device_position(POSITION, device)
     # one-time costs (cuBLAS workspaces of the capture stream, allocator warm-up) paid before measuring
     for _ in range(2):
         capture_list(model, cache, pos, (1, 8, MAX_BATCH), measure_memory=False).release()
-    memory_now()
+    if real:
+        memory_now()
     samples: dict[tuple[str, str], list[Any]] = {(n, m): [] for n in lists for m, _, _ in MODES}
     per_size_ms: dict[int, list[float]] = {}
     per_size_pool: dict[int, int] = {}
@@ -147,9 +154,12 @@ def bench_lists(lists: dict[str, tuple[int, ...]], repeats: int, progress: bool 
         got.release()
         samples[(name, mode)][-1] = (got.capture_s, got.memory)
         del got
-        gc.collect()
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+        if real:
+            import torch
+
+            gc.collect()
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
     rows = []
     for name, sizes in lists.items():
         row: dict[str, Any] = {"name": name, "sizes": list(sizes), "n_sizes": len(sizes)}
@@ -172,31 +182,39 @@ def _timed(fn: Callable[[], Any], iters: int) -> float:
     return cuda_time_us(fn, iters=iters, warmup=10)
 
 
-def bench_piecewise(repeats: int, iters: int) -> dict[str, Any]:
-    """Eager, one full graph and piecewise (attention eager) per decode step at batch 1 and 8; tokens compared."""
+def bench_piecewise(repeats: int, iters: int, *, device: str = "cuda", capture: bool = True,
+                    timer: Callable[[Callable[[], Any], int], float] | None = None) -> dict[str, Any]:
+    """Eager, one full graph and piecewise (attention eager) per decode step at batch 1 and 8; tokens compared.
+
+    ``device="cpu", capture=False`` with a fake `timer` runs the same code without a GPU (tests).
+    """
     import torch
 
-    from ..gpu import GPTConfig, TinyGPT, as_device_position
-    from .serving import PiecewiseDecoder, full_graph_step
+    from ..gpu import EagerStep, GPTConfig, TinyGPT, as_device_position
+    from .serving import PiecewiseDecoder, _example, decode_step_fn, full_graph_step
 
-    model = TinyGPT(GPTConfig()).cuda()
-    pos = as_device_position(POSITION, "cuda")
+    timer = timer or _timed
+    model = TinyGPT(GPTConfig()).to(device)
+    pos = as_device_position(POSITION, device)
     rows = []
     for b in PIECEWISE_BATCHES:
         cache = model.new_cache(b)
-        tokens = torch.randint(0, model.config.vocab_size, (b,), device="cuda",
-                               generator=torch.Generator(device="cuda").manual_seed(b))
-        slots = torch.arange(b, device="cuda")
-        full = full_graph_step(model, cache, pos, b)
-        pw = PiecewiseDecoder(model, cache, pos, b)
+        tokens = torch.randint(0, model.config.vocab_size, (b,), device=device,
+                               generator=torch.Generator(device=device).manual_seed(b))
+        slots = torch.arange(b, device=device)
+        if capture:
+            full = full_graph_step(model, cache, pos, b)
+        else:
+            full = EagerStep.build(decode_step_fn(model, cache, pos), *_example(b, cache))
+        pw = PiecewiseDecoder(model, cache, pos, b, capture=capture)
         eager_tokens = model.decode_step(tokens, pos, cache, slots=slots).clone()
         full_tokens = full.replay(tokens, slots).clone()
         pw_tokens = pw(tokens, slots)
         t: dict[str, list[float]] = {"eager": [], "full_graph": [], "piecewise": []}
         for _ in range(repeats):
-            t["eager"].append(_timed(lambda: model.decode_step(tokens, pos, cache, slots=slots), iters))
-            t["full_graph"].append(_timed(lambda: full.replay(tokens, slots), iters))
-            t["piecewise"].append(_timed(lambda: pw(tokens, slots), iters))
+            t["eager"].append(timer(lambda: model.decode_step(tokens, pos, cache, slots=slots), iters))
+            t["full_graph"].append(timer(lambda: full.replay(tokens, slots), iters))
+            t["piecewise"].append(timer(lambda: pw(tokens, slots), iters))
         row: dict[str, Any] = {"batch": b, "graphs_per_step_piecewise": pw.graph_count,
                                "eager_attention_calls_per_step": model.config.n_layers,
                                "full_matches_eager": bool(torch.equal(full_tokens, eager_tokens)),
@@ -209,19 +227,19 @@ def bench_piecewise(repeats: int, iters: int) -> dict[str, Any]:
     return {"rows": rows, "repeats": repeats, "iters": iters}
 
 
-def padded_replay_fact() -> dict[str, Any]:
+def padded_replay_fact(device: str = "cuda", capture: bool = True) -> dict[str, Any]:
     """A batch of 5 replayed through the graph of 8: real rows equal eager, padded rows write only the scratch slot."""
     import torch
 
     from ..gpu import GPTConfig, TinyGPT
     from .serving import ServingDecoder, clone_cache, kv_rows_touched
 
-    model = TinyGPT(GPTConfig()).cuda()
-    server = ServingDecoder(model, (1, 2, 4, 8), max_batch=8, position=POSITION)
+    model = TinyGPT(GPTConfig()).to(device)
+    server = ServingDecoder(model, (1, 2, 4, 8), max_batch=8, position=POSITION, capture=capture)
     server.cache.k.normal_()  # live sequences' rows hold something a stray write would change
     server.cache.v.normal_()
-    tokens = torch.tensor([5, 17, 99, 3, 42], device="cuda")
-    slots = torch.tensor([0, 1, 2, 3, 4], device="cuda")
+    tokens = torch.tensor([5, 17, 99, 3, 42], device=device)
+    slots = torch.tensor([0, 1, 2, 3, 4], device=device)
     reference = clone_cache(server.cache)
     expected = model.decode_step(tokens, server.pos, reference, slots=slots)
     before = clone_cache(server.cache)

@@ -31,7 +31,7 @@ from toygraph.serving import PaddedSizeTable
 
 from ..errors import BatchShapeError
 from ..gpu import (EagerStep, StaticKVCache, TinyGPT, as_device_position, capture, capture_stream,
-                   fill_padded_, pool_memory, require_cuda, show_progress, slice_rows)
+                   fill_padded_, require_cuda, show_progress, slice_rows)
 
 __all__ = [
     "CapturedList",
@@ -151,10 +151,44 @@ def capture_list(
     statics: dict[int, tuple[Tensor, Tensor]] = {}
     outputs: dict[int, Tensor] = {}
     per_size: dict[int, float] = {}
+    torch.cuda.synchronize()
+    gc.collect()
+    gc.freeze()  # as vLLM (_freeze_gc) and SGLang (freeze_gc) do: torch.cuda.graph collects garbage per capture
+    start = time.perf_counter()
+    try:
+        _capture_all(ordered, step, cache, side, pool, warmup_iters, graphs, statics, outputs, per_size, progress)
+    finally:
+        gc.unfreeze()
+    capture_s = time.perf_counter() - start
+    result = CapturedList(tuple(sorted(ordered)), order, shared_pool, graphs, statics, outputs, capture_s, per_size)
+    if measure_memory:
+        torch.cuda.synchronize()
+        free1 = torch.cuda.mem_get_info()[0]
+        by_pool = pools_reserved_bytes()
+        pools = {tuple(g.pool()) for g in graphs.values()}
+        if not shared_pool:
+            result.per_size_pool_bytes = {b: by_pool.get(tuple(g.pool()), 0) for b, g in graphs.items()}
+        result.memory = ListMemory(torch.cuda.memory_reserved() - reserved0,
+                                   torch.cuda.memory_allocated() - alloc0,
+                                   sum(by_pool.get(p, 0) for p in pools), free0 - free1)
+    return result
+
+
+def pools_reserved_bytes() -> dict[tuple, int]:
+    """Bytes of segments each memory pool holds, from one ``torch.cuda.memory_snapshot()`` (pool id -> bytes)."""
+    torch.cuda.synchronize()
+    out: dict[tuple, int] = {}
+    for seg in torch.cuda.memory_snapshot():
+        key = tuple(seg.get("segment_pool_id", ()))
+        out[key] = out.get(key, 0) + seg["total_size"]
+    return out
+
+
+def _capture_all(ordered: list[int], step: Callable[..., Tensor], cache: StaticKVCache, side: Any, pool: Any,
+                 warmup_iters: int, graphs: dict, statics: dict, outputs: dict, per_size: dict,
+                 progress: bool | None) -> None:
     from tqdm.auto import tqdm
 
-    torch.cuda.synchronize()
-    start = time.perf_counter()
     for b in tqdm(ordered, desc=f"capturing {len(ordered)} sizes", unit="graph",
                   disable=not show_progress(progress)):
         t0 = time.perf_counter()
@@ -169,18 +203,6 @@ def capture_list(
         graphs[b], statics[b], outputs[b] = g, x, out
         torch.cuda.synchronize()
         per_size[b] = time.perf_counter() - t0
-    capture_s = time.perf_counter() - start
-    result = CapturedList(tuple(sorted(ordered)), order, shared_pool, graphs, statics, outputs, capture_s, per_size)
-    if measure_memory:
-        torch.cuda.synchronize()
-        free1 = torch.cuda.mem_get_info()[0]
-        pools = {tuple(g.pool()) for g in graphs.values()}
-        pool_bytes = sum(pool_memory(p).reserved_bytes for p in pools)
-        if not shared_pool:
-            result.per_size_pool_bytes = {b: pool_memory(tuple(g.pool())).reserved_bytes for b, g in graphs.items()}
-        result.memory = ListMemory(torch.cuda.memory_reserved() - reserved0,
-                                   torch.cuda.memory_allocated() - alloc0, pool_bytes, free0 - free1)
-    return result
 
 
 # --------------------------------------------------------------------------- serving with a padded-size table
