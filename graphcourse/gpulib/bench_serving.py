@@ -40,7 +40,9 @@ METHOD = {
                "engine's 'Graph capturing finished in' log line",
     "memory": "free_drop_bytes: fall of torch.cuda.mem_get_info() free memory over the list (vLLM logs the same "
               "difference); reserved_bytes: growth of torch.cuda.memory_reserved(); pool_reserved_bytes: segments "
-              "owned by the graphs' pools (memory_snapshot); measured after empty_cache, one-time costs paid first",
+              "owned by the graphs' pools (memory_snapshot); each read after torch.cuda.empty_cache() before and after "
+              "the list (so the warm-ups' cached blocks are not counted, the graphs' pools are), one-time costs "
+              "paid first",
     "modes": "shared: one pool, largest size first (vLLM, SGLang); private: a pool per graph, largest first; "
              "shared_smallest_first: one pool, smallest first",
     "repeats": "lists x modes interleaved, repeated; every figure is the median with _min and _max over repeats",

@@ -66,7 +66,7 @@ def _example(batch: int, cache: StaticKVCache) -> tuple[Tensor, Tensor]:
 
 @dataclass(frozen=True)
 class ListMemory:
-    """GPU memory one list's captures added (bytes), read three ways.
+    """GPU memory one list's captures added (bytes), read three ways, after emptying the allocator's cache before and after.
 
     ``reserved_bytes``: growth of ``torch.cuda.memory_reserved()`` (segments the caching allocator
     holds); ``pool_reserved_bytes``: segments owned by the graphs' pools (``memory_snapshot``);
@@ -153,7 +153,7 @@ def capture_list(
     per_size: dict[int, float] = {}
     torch.cuda.synchronize()
     gc.collect()
-    gc.freeze()  # as vLLM (_freeze_gc) and SGLang (freeze_gc) do: torch.cuda.graph collects garbage per capture
+    gc.freeze()  # as vLLM (_freeze_gc) and SGLang (freeze_gc) do; with TORCH_CUDAGRAPH_GC=1 torch collects per capture
     start = time.perf_counter()
     try:
         _capture_all(ordered, step, cache, side, pool, warmup_iters, graphs, statics, outputs, per_size, progress)
@@ -161,8 +161,9 @@ def capture_list(
         gc.unfreeze()
     capture_s = time.perf_counter() - start
     result = CapturedList(tuple(sorted(ordered)), order, shared_pool, graphs, statics, outputs, capture_s, per_size)
-    if measure_memory:
+    if measure_memory:  # what the graphs hold: the warm-ups' cached blocks are returned first
         torch.cuda.synchronize()
+        torch.cuda.empty_cache()
         free1 = torch.cuda.mem_get_info()[0]
         by_pool = pools_reserved_bytes()
         pools = {tuple(g.pool()) for g in graphs.values()}
