@@ -50,6 +50,15 @@ SOURCES: dict[str, dict[str, str]] = {
         "file": "python/sglang/srt/server_args.py",
         "function": "ServerArgs._generate_cuda_graph_batch_sizes, _handle_gpu_memory_settings",
     },
+    "sglang_pad_slot": {
+        "repo": "sgl-project/sglang", "commit": "(read in the source index, several versions)",
+        "file": "python/sglang/srt/mem_cache/memory_pool.py", "function": "KV pools' _create_buffers, allocator clear",
+    },
+    "vllm_pad_slot": {
+        "repo": "vllm-project/vllm", "commit": "(read in the source index, commit not shown)",
+        "file": "vllm/v1/attention/backends/utils.py, csrc/cache_kernels.cu",
+        "function": "PAD_SLOT_ID, reshape_and_cache_kernel",
+    },
     "sglang_runner": {
         "repo": "sgl-project/sglang", "commit": "21514ff5bdad2ae598bf3070d3a583aa4fa35ae7",
         "file": "python/sglang/srt/model_executor/cuda_graph_runner.py",
