@@ -243,14 +243,18 @@ def padded_replay_fact(device: str = "cuda", capture: bool = True) -> dict[str, 
     tokens = torch.tensor([5, 17, 99, 3, 42], device=device)
     slots = torch.tensor([0, 1, 2, 3, 4], device=device)
     reference = clone_cache(server.cache)
-    expected = model.decode_step(tokens, server.pos, reference, slots=slots)
+    expected = model.decode_step(tokens, server.pos, clone_cache(server.cache), slots=slots)  # unpadded, 5 rows
+    pad = server.cache.pad_slot
+    padded = model.decode_step(torch.cat([tokens, torch.zeros(3, dtype=torch.long, device=device)]), server.pos,
+                               reference, slots=torch.cat([slots, torch.full((3,), pad, device=device)]))[:5]
     before = clone_cache(server.cache)
     got = server(tokens, slots)
     touched = kv_rows_touched(before, server.cache)
     diff = max(float((server.cache.k[:, :5] - reference.k[:, :5]).abs().max()),
                float((server.cache.v[:, :5] - reference.v[:, :5]).abs().max()))
     return {"batch": 5, "padded_to": server.dispatched[-1][2], "pad_slot": server.cache.pad_slot,
-            "tokens_match_eager": bool(torch.equal(got, expected)), "kv_rows_max_abs_diff": diff,
+            "tokens_match_eager": bool(torch.equal(got, expected)),
+            "tokens_match_eager_padded_batch": bool(torch.equal(got, padded)), "kv_rows_max_abs_diff": diff,
             "kv_rows_match_eager": diff <= 1e-5,
             "slots_written": touched, "live_slots_untouched": [s for s in (5, 6, 7) if s not in touched]}
 
