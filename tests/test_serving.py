@@ -302,6 +302,9 @@ def test_the_benchmark_section_has_what_the_lesson_reads(monkeypatch, tmp_path):
     text, fig = S.render_tradeoff(64, S.chat_batch_distribution(256), rec, "fake")
     plt.close(fig)
     assert "within 64 MiB" in text
+    text, fig = S.render_tradeoff(64, S.chat_batch_distribution(256), rec, "fake", capture_budget_s=0.2)
+    plt.close(fig)
+    assert "within 64 MiB and 0.20 s of capture: 'every 16'" in text   # fake: 0.01 s per size
 
 
 def test_gpu_library_refuses_clearly_without_cuda():
@@ -318,3 +321,14 @@ def test_gpu_library_refuses_clearly_without_cuda():
         ServingDecoder(m, [1, 2])
     with pytest.raises(NoCudaError):
         PiecewiseDecoder(m, m.new_cache(2), as_device_position(0, "cpu"), 2)
+
+
+def test_the_explorer_wires_two_budget_sliders_to_render_tradeoff():
+    explorer = S.tradeoff_explorer(S.chat_batch_distribution(64), _recorded(), "fake", 64, 0.2)
+    assert set(explorer.controls) == {"memory_budget_mib", "capture_budget_s"}
+    assert "'every 16'" in explorer.text
+    explorer.controls["capture_budget_s"].value = 100.0  # re-renders: now memory binds (fake: 8 + n MiB)
+    assert "'SGLang default'" in explorer.text and explorer.renders == 2
+    explorer.controls["memory_budget_mib"].value = 4096.0
+    assert "'every size'" in explorer.text
+    assert [o["output_type"] for o in explorer.output.outputs] == ["stream", "display_data"]

@@ -368,12 +368,15 @@ def tradeoff_lines(rows: list[TradeoffRow]) -> list[str]:
 
 
 def render_tradeoff(memory_budget_mib: float, distribution: Mapping[int, float],
-                    recorded: Mapping[str, Any] | None, label: str = "not recorded yet") -> tuple[str, Any]:
-    """The chooser as a pure function: text naming the best list within the memory budget, and the figure."""
+                    recorded: Mapping[str, Any] | None, label: str = "not recorded yet",
+                    capture_budget_s: float = math.inf) -> tuple[str, Any]:
+    """The chooser as a pure function: text naming the best list within the budgets, and the figure."""
     rows = tradeoff_rows(distribution, recorded)
     try:
-        best = choose_sizes(rows, memory_budget_bytes=memory_budget_mib * 2**20)
-        text = (f"within {memory_budget_mib:.0f} MiB: {best.name!r} ({best.n_sizes} sizes), "
+        best = choose_sizes(rows, memory_budget_bytes=memory_budget_mib * 2**20, capture_budget_s=capture_budget_s)
+        within = f"{memory_budget_mib:.0f} MiB" + ("" if capture_budget_s == math.inf
+                                                   else f" and {capture_budget_s:.2f} s of capture")
+        text = (f"within {within}: {best.name!r} ({best.n_sizes} sizes), "
                 f"{100 * best.waste.waste_fraction:.1f}% padding waste")
     except ValueError as exc:
         best, text = None, str(exc)
@@ -381,27 +384,25 @@ def render_tradeoff(memory_budget_mib: float, distribution: Mapping[int, float],
 
 
 def tradeoff_explorer(distribution: Mapping[int, float], recorded: Mapping[str, Any] | None,
-                      label: str = "not recorded yet", memory_budget_mib: float = 64.0) -> Any:
-    """A slider for the memory budget that redraws :func:`render_tradeoff` (ipywidgets)."""
+                      label: str = "not recorded yet", memory_budget_mib: float = 64.0,
+                      capture_budget_s: float = 1.0) -> Any:
+    """Sliders for the memory and capture-time budgets, redrawing :func:`render_tradeoff` (a ``widgets.Explorer``).
+
+    Works without a front end: setting ``explorer.controls["capture_budget_s"].value`` re-renders at once,
+    and ``explorer.text`` holds the text shown.
+    """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
-    slider = widgets.FloatLogSlider(value=memory_budget_mib, base=2, min=0, max=12, step=0.25,
-                                    description="budget MiB", continuous_update=False)
-    out = widgets.Output()
+    from ..widgets import Explorer
 
-    def redraw(*_: Any) -> None:
-        out.clear_output(wait=True)
-        with out:
-            text, fig = render_tradeoff(slider.value, distribution, recorded, label)
-            print(text)
-            display(fig)
-            plt.close(fig)
-
-    slider.observe(redraw, names="value")
-    redraw()
-    return widgets.VBox([slider, out])
+    controls = {
+        "memory_budget_mib": widgets.FloatLogSlider(value=memory_budget_mib, base=2, min=0, max=12, step=0.25,
+                                                    description="memory MiB", continuous_update=False),
+        "capture_budget_s": widgets.FloatLogSlider(value=capture_budget_s, base=10, min=-2, max=2, step=0.1,
+                                                   description="capture s", continuous_update=False),
+    }
+    return Explorer(controls, render_tradeoff,
+                    fixed={"distribution": distribution, "recorded": recorded, "label": label})
 
 
 def table_for(sizes: Iterable[int]) -> PaddedSizeTable:
