@@ -332,3 +332,17 @@ def test_the_explorer_wires_two_budget_sliders_to_render_tradeoff():
     explorer.controls["memory_budget_mib"].value = 4096.0
     assert "'every size'" in explorer.text
     assert [o["output_type"] for o in explorer.output.outputs] == ["stream", "display_data"]
+
+
+def test_toy_twin_imports_only_the_standard_library():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, toygraph.serving\n"
+            "std = set(sys.stdlib_module_names)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] not in std and m.split('.')[0] != 'toygraph'"
+            " and not m.startswith('_')))")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=root, check=True)
+    assert out.stdout.strip() == "[]"
