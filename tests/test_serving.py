@@ -346,3 +346,23 @@ def test_toy_twin_imports_only_the_standard_library():
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=root, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_capture_cost_model_falls_back_to_assumed_prices():
+    toy, how = S.capture_cost_model(None)
+    assert how.startswith("assumed") and toy == ToyCaptureCost()
+    toy, how = S.capture_cost_model({"per_size": []})
+    assert how.startswith("assumed")
+    rows = [{"size": b, "capture_ms": 5 + b, "private_pool_bytes": 10 * b} for b in (1, 2)]
+    assert S.capture_cost_model({"per_size": rows})[1].startswith("fitted")
+
+
+def test_bench_lists_stops_starting_repeats_after_its_budget():
+    from graphcourse.gpulib.bench_serving import bench_lists
+
+    out = bench_lists({"a": (1, 2), "b": (1, 2, 4)}, repeats=3, device="cpu", capture_list=_fake_capture_list,
+                      budget_s=0.0)
+    assert out["repeats_done"] == 1 and out["per_size_from"] == "b"
+    assert all(r["shared"]["capture_s_min"] == r["shared"]["capture_s_max"] for r in out["lists"])
+    out = bench_lists({"a": (1, 2)}, repeats=2, device="cpu", capture_list=_fake_capture_list)
+    assert out["repeats_done"] == 2

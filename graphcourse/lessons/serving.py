@@ -280,6 +280,14 @@ def fit_capture_cost(per_size: Iterable[Mapping[str, Any]]) -> ToyCaptureCost:
                           pool_bytes_per_row=max(int(m1), 0), output_bytes_per_row=0)
 
 
+def capture_cost_model(sec: Mapping[str, Any] | None) -> tuple[ToyCaptureCost, str]:
+    """The toy capture-cost model fitted to the recorded per-size rows when there are any, else its assumed prices."""
+    rows = list((sec or {}).get("per_size") or [])
+    if len(rows) >= 2:
+        return fit_capture_cost(rows), "fitted to the recorded captures"
+    return ToyCaptureCost(), "assumed (not recorded yet)"
+
+
 def choose_sizes(rows: Iterable[TradeoffRow], *, memory_budget_bytes: float = math.inf,
                  capture_budget_s: float = math.inf) -> TradeoffRow:
     """The list with the least padding waste whose recorded shared-pool memory and capture time fit the budgets.
