@@ -296,6 +296,11 @@ def test_the_benchmark_section_has_what_the_lesson_reads(monkeypatch, tmp_path):
     assert len(lines) == 1 + 7 and "every size" in lines[-1]
     assert "one pool largest first took less memory than a pool per graph" in S.capture_mode_summary(rec)
     assert "same as eager" in S.piecewise_lines(rec)[1]
+    assert S.piecewise_summary(rec).startswith("batch 1: piecewise took no different (the ranges overlap) from one")
+    row = dict(rec["piecewise"]["rows"][0], full_graph_us=50.0, full_graph_us_min=45.0, full_graph_us_max=55.0)
+    sec2 = {"piecewise": {"rows": [row]}}
+    assert "more time than one full graph" in S.piecewise_summary(sec2)
+    assert S.piecewise_summary(None) == "not recorded yet"
     assert S.fit_capture_cost(rec["per_size"]).pool_bytes_per_row == 4096
     import matplotlib.pyplot as plt
 

@@ -490,3 +490,21 @@ def piecewise_lines(sec: Mapping[str, Any] | None) -> list[str]:
     out.append(f"piecewise replays {rows[0]['graphs_per_step_piecewise']} graphs and runs "
                f"{rows[0]['eager_attention_calls_per_step']} attentions eagerly per step")
     return out
+
+
+def piecewise_summary(sec: Mapping[str, Any] | None) -> str:
+    """Per batch, computed from the recorded ranges: piecewise against one full graph and against eager."""
+    if not sec:
+        return "not recorded yet"
+
+    def rng(row: Mapping[str, Any], key: str) -> dict[str, float]:
+        return {"t": row[key], "t_min": row[f"{key}_min"], "t_max": row[f"{key}_max"]}
+
+    words = {"less": "less time than", "more": "more time than"}
+    out = []
+    for r in sec["piecewise"]["rows"]:
+        vs_full = compare(rng(r, "piecewise_us"), rng(r, "full_graph_us"), "t")
+        vs_eager = compare(rng(r, "piecewise_us"), rng(r, "eager_us"), "t")
+        out.append(f"batch {r['batch']}: piecewise took {words.get(vs_full, vs_full + ' from')} one full graph, "
+                   f"and {words.get(vs_eager, vs_eager + ' from')} eager")
+    return "\n".join(out)
