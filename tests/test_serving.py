@@ -371,3 +371,10 @@ def test_bench_lists_stops_starting_repeats_after_its_budget():
     assert all(r["shared"]["capture_s_min"] == r["shared"]["capture_s_max"] for r in out["lists"])
     out = bench_lists({"a": (1, 2)}, repeats=2, device="cpu", capture_list=_fake_capture_list)
     assert out["repeats_done"] == 2
+
+
+def test_bench_helpers_borrowed_from_the_course_benchmark_resolve():
+    from graphcourse.gpulib.bench_serving import _driver_version, flat
+
+    assert flat("t", [3.0, 1.0, 2.0]) == {"t": 2.0, "t_min": 1.0, "t_max": 3.0}
+    assert _driver_version() is None or isinstance(_driver_version(), str)
