@@ -12,7 +12,7 @@ import torch
 
 from graphcourse.errors import ReferenceDataError
 from graphcourse.lessons import serving as S
-from graphcourse.reference import serving_section
+from graphcourse.lessons.reference import serving_section
 from toygraph import InvalidArgumentError
 from toygraph.buckets import EagerFallbackWarning, bucket_for
 from toygraph.serving import AboveLargestSizeError, PaddedSizeTable, ToyCaptureCost, expected_waste, padded_size_table
@@ -182,13 +182,13 @@ def test_bench_refuses_without_cuda(capsys, tmp_path):
 
 
 def _model():
-    from graphcourse.gpu import GPTConfig, TinyGPT
+    from graphcourse.gpulib.graphs import GPTConfig, TinyGPT
 
     return TinyGPT(GPTConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=2, max_len=16), seed=3)
 
 
 def test_piecewise_split_equals_the_decode_step():
-    from graphcourse.gpu import as_device_position
+    from graphcourse.gpulib.graphs import as_device_position
     from graphcourse.gpulib.serving import PiecewiseDecoder, clone_cache, piecewise_step_eager
 
     m = _model()
@@ -314,7 +314,7 @@ def test_the_benchmark_section_has_what_the_lesson_reads(monkeypatch, tmp_path):
 
 def test_gpu_library_refuses_clearly_without_cuda():
     from graphcourse.errors import NoCudaError
-    from graphcourse.gpu import as_device_position
+    from graphcourse.gpulib.graphs import as_device_position
     from graphcourse.gpulib.serving import PiecewiseDecoder, ServingDecoder, capture_list
 
     if torch.cuda.is_available():

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 @pytest.fixture(scope="module")
 def model():
-    from graphcourse.gpu import GPTConfig, TinyGPT
+    from graphcourse.gpulib.graphs import GPTConfig, TinyGPT
 
     return TinyGPT(GPTConfig(), seed=0).cuda()
 
@@ -24,7 +24,7 @@ def _fresh():
 
 
 def test_largest_first_into_one_pool_takes_less_memory_than_a_pool_per_graph(model):
-    from graphcourse.gpu import as_device_position
+    from graphcourse.gpulib.graphs import as_device_position
     from graphcourse.gpulib.serving import capture_list
 
     sizes = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128)
@@ -45,7 +45,7 @@ def test_largest_first_into_one_pool_takes_less_memory_than_a_pool_per_graph(mod
 
 
 def test_every_captured_size_replays_the_eager_tokens(model):
-    from graphcourse.gpu import as_device_position
+    from graphcourse.gpulib.graphs import as_device_position
     from graphcourse.gpulib.serving import capture_list
 
     cache = model.new_cache(16)
@@ -96,7 +96,7 @@ def test_above_the_largest_size_runs_eagerly(model):
 
 @pytest.mark.parametrize("batch", [1, 8])
 def test_piecewise_graphs_give_the_full_graphs_tokens(model, batch):
-    from graphcourse.gpu import as_device_position
+    from graphcourse.gpulib.graphs import as_device_position
     from graphcourse.gpulib.serving import PiecewiseDecoder, full_graph_step
 
     pos = as_device_position(7, "cuda")

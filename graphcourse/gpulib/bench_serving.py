@@ -4,7 +4,7 @@ Run on a CUDA machine: ``python -m graphcourse.gpulib.bench_serving [--out data/
 It UPDATES only the section "serving" of that JSON (read, replace the section, write to a
 temporary file, rename it over the old one); every other section and the top-level provenance
 stay as they were. The section carries its own provenance. Without CUDA it measures nothing and
-exits with status 2. Lessons read the section through ``graphcourse.reference.serving_section``.
+exits with status 2. Lessons read the section through ``graphcourse.lessons.reference.serving_section``.
 About one to two minutes on an H200, never much above three (a repeat of the lists that would start
 after 150 s is skipped); ``--quick``: a few seconds.
 """
@@ -55,7 +55,7 @@ METHOD = {
 
 
 def _driver_version() -> str | None:
-    from ..bench import _driver_version as driver
+    from .bench import _driver_version as driver
 
     return driver()
 
@@ -80,7 +80,7 @@ def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
 
 def spread(values: Sequence[float]) -> dict[str, float]:
     """Median, min and max (the course's summary of repeats)."""
-    from ..bench import spread as s
+    from .bench import spread as s
 
     return s(values)
 
@@ -133,7 +133,7 @@ def bench_lists(lists: dict[str, tuple[int, ...]], repeats: int, progress: bool 
     """
     from tqdm.auto import tqdm
 
-    from ..gpu import GPTConfig, TinyGPT, as_device_position, show_progress
+    from .graphs import GPTConfig, TinyGPT, as_device_position, show_progress
 
     real = capture_list is None
     if real:
@@ -191,7 +191,7 @@ def bench_lists(lists: dict[str, tuple[int, ...]], repeats: int, progress: bool 
 
 
 def _timed(fn: Callable[[], Any], iters: int) -> float:
-    from ..gpu import cuda_time_us
+    from .graphs import cuda_time_us
 
     return cuda_time_us(fn, iters=iters, warmup=10)
 
@@ -204,7 +204,7 @@ def bench_piecewise(repeats: int, iters: int, *, device: str = "cuda", capture: 
     """
     import torch
 
-    from ..gpu import EagerStep, GPTConfig, TinyGPT, as_device_position
+    from .graphs import EagerStep, GPTConfig, TinyGPT, as_device_position
     from .serving import PiecewiseDecoder, _example, decode_step_fn, full_graph_step
 
     timer = timer or _timed
@@ -245,7 +245,7 @@ def padded_replay_fact(device: str = "cuda", capture: bool = True) -> dict[str, 
     """A batch of 5 replayed through the graph of 8: real rows equal eager, padded rows write only the scratch slot."""
     import torch
 
-    from ..gpu import GPTConfig, TinyGPT
+    from .graphs import GPTConfig, TinyGPT
     from .serving import ServingDecoder, clone_cache, kv_rows_touched
 
     model = TinyGPT(GPTConfig()).to(device)
@@ -273,7 +273,7 @@ def padded_replay_fact(device: str = "cuda", capture: bool = True) -> dict[str, 
 
 def run_section(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     """The whole "serving" section."""
-    from ..gpu import GPTConfig
+    from .graphs import GPTConfig
     import dataclasses
 
     from ..lessons.serving import SOURCES, candidate_lists
@@ -308,7 +308,7 @@ def summary_lines(sec: dict[str, Any]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure on the GPU and update the section, or refuse in one line without CUDA."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from ..reference import default_reference_path
+    from ..lessons.reference import default_reference_path
 
     parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_serving",
                                      description=__doc__.splitlines()[0])

@@ -30,7 +30,7 @@ from toygraph.buckets import EagerFallbackWarning, check_buckets
 from toygraph.serving import PaddedSizeTable
 
 from ..errors import BatchShapeError
-from ..gpu import (EagerStep, StaticKVCache, TinyGPT, as_device_position, capture, capture_stream,
+from .graphs import (EagerStep, StaticKVCache, TinyGPT, as_device_position, capture, capture_stream,
                    fill_padded_, require_cuda, show_progress, slice_rows)
 
 __all__ = [
@@ -410,7 +410,7 @@ class PiecewiseDecoder:
 
 
 def full_graph_step(model: TinyGPT, cache: StaticKVCache, pos: Tensor, batch: int) -> Any:
-    """The whole decode step at one batch size captured as one graph (``graphcourse.gpu.capture``): ``g(tokens, slots)``."""
+    """The whole decode step at one batch size captured as one graph (``graphcourse.gpulib.graphs.capture``): ``g(tokens, slots)``."""
     return capture(decode_step_fn(model, cache, pos), *_example(batch, cache))
 
 

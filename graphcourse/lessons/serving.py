@@ -321,7 +321,7 @@ def tradeoff_figure(rows: list[TradeoffRow], label: str, highlight: str | None =
     """Capture time and memory (recorded, with min..max) and padding waste against the number of captured sizes."""
     import matplotlib.pyplot as plt
 
-    from ..palette import COLORS
+    from .palette import COLORS
 
     fig, (ax_cost, ax_waste) = plt.subplots(1, 2, figsize=(11, 3.8))
     timed = [r for r in rows if r.capture_s is not None]
@@ -401,7 +401,7 @@ def tradeoff_explorer(distribution: Mapping[int, float], recorded: Mapping[str, 
     """
     import ipywidgets as widgets
 
-    from ..widgets import Explorer
+    from .widgets import Explorer
 
     controls = {
         "memory_budget_mib": widgets.FloatLogSlider(value=memory_budget_mib, base=2, min=0, max=12, step=0.25,
