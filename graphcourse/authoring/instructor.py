@@ -70,6 +70,8 @@ EXERCISE_AFTER = {
 # (exercises first, then lessons, the last first), so that new material never breaks the budget.
 MOVE_OUT = [
     ("lesson", "00", "before the workshop, with the set-up checklist"),
+    ("lesson", "09", "after the workshop: a follow-up session for those who serve models (capture sizes, "
+                     "capture cost, piecewise graphs)"),
     ("lesson", "08", "after the workshop: a follow-up session or self-study (conditional nodes, CUDA 12.4+)"),
     ("lesson", "07", "after the workshop: a follow-up session or self-study (torch.compile's reduce-overhead)"),
     ("exercise", "ex10_baked_values", "homework"),
@@ -301,7 +303,38 @@ def _try_04(item: str) -> str | None:
     return None
 
 
-TRY_ANSWERS = {"02": _try_02, "04": _try_04}
+def _try_09(item: str) -> str | None:
+    from graphcourse.lessons import serving as S
+    from toygraph.serving import expected_waste
+
+    lists = S.candidate_lists(256)
+
+    def wastes(mix: dict) -> dict:
+        return {name: expected_waste(sizes, mix).waste_fraction for name, sizes in lists.items()}
+
+    if "mean" in item:
+        before, after = wastes(S.chat_batch_distribution(256, 24)), wastes(S.chat_batch_distribution(256, 12))
+        rows = ", ".join(f"{n} ({len(lists[n])}) {_pct(before[n])} → {_pct(after[n])}" for n in lists)
+        return (f"Waste at mean 24 → mean 12: {rows}. With smaller batches the gaps at the small end matter "
+                f"more: \"every 32\" sends every batch from 5 to 32 into the graph of 32, so it gets worse, while "
+                f"the lists that are fine below 32 (vLLM's, SGLang's, every 4) rise much less.")
+    if "interactivity" in item:
+        mix = S.chat_batch_distribution(256)
+        base, inter = S.vllm_default_sizes(), S.vllm_default_sizes(performance_mode="interactivity")
+        wb, wi = expected_waste(base, mix).waste_fraction, expected_waste(inter, mix).waste_fraction
+        return (f"{len(inter)} sizes instead of {len(base)} ({len(inter) - len(base)} more, every size from 1 to "
+                f"32); waste on the chat mix {_pct(wb)} → {_pct(wi)}: the extra graphs sit exactly where the "
+                f"assumed mix puts most batches.")
+    if "uniform" in item:
+        mix = S.uniform_distribution(256)
+        w = wastes(mix)
+        return (f"Powers of two waste {_pct(w['powers of two'])} of the graphed rows, vLLM's rule (up to 256) "
+                f"{_pct(w['vLLM default'])}, every 16 {_pct(w['every 16'])}. On a uniform mix most batches are "
+                f"large, where powers of two leave gaps of up to 127 rows and a stride of 8 at most 7.")
+    return None
+
+
+TRY_ANSWERS = {"02": _try_02, "04": _try_04, "09": _try_09}
 
 
 NO_ANSWER = "NO ANSWER YET: add one to graphcourse/authoring/instructor.py (TRY_ANSWERS), then run make instructor."

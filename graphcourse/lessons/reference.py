@@ -67,3 +67,29 @@ def recorded_label(data: dict[str, Any] | None = None) -> str:
     p = (load_reference() if data is None else data)["provenance"]
     date = str(p.get("date_utc", "unknown date"))[:10]
     return f"recorded on {p.get('gpu_name', 'an unnamed GPU')}, {date}, torch {p.get('torch', '?')}"
+
+
+SERVING_COMMAND = "python -m graphcourse.gpulib.bench_serving --out data/gpu_reference.json"
+
+
+def serving_section(data: dict[str, Any] | None = None, path: str | Path | None = None) -> dict[str, Any]:
+    """The "serving" section lesson 09 reads (written by graphcourse.gpulib.bench_serving), with a clear error if absent."""
+    if data is None:
+        file = Path(path) if path is not None else default_reference_path()
+        data = load_recorded(file, SERVING_COMMAND)
+    if "serving" not in data:
+        raise ReferenceDataError(
+            f"the recorded results have no section 'serving' yet (lesson 09's capture sizes, capture cost and "
+            f"piecewise figures): run `{SERVING_COMMAND}` on a GPU; it adds that section and leaves the others as they are."
+        )
+    sec = data["serving"]
+    if not isinstance(sec, dict) or "provenance" not in sec:
+        raise ReferenceDataError(f"the 'serving' section has no provenance: re-run `{SERVING_COMMAND}` on a GPU.")
+    return sec
+
+
+def serving_label(sec: dict[str, Any]) -> str:
+    """'recorded on <GPU>, <date>, torch <version>' for the serving section's own provenance."""
+    p = sec["provenance"]
+    return (f"recorded on {p.get('gpu_name', 'an unnamed GPU')}, {str(p.get('date_utc', 'unknown date'))[:10]}, "
+            f"torch {p.get('torch', '?')}")

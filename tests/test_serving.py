@@ -1,0 +1,380 @@
+"""Lesson 09's pure parts: the engines' size rules, the padded-size table, waste, the chooser, the section reader
+and the benchmark's section update; the padded replay and piecewise split run without graphs on a CPU."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+import torch
+
+from graphcourse.errors import ReferenceDataError
+from graphcourse.lessons import serving as S
+from graphcourse.lessons.reference import serving_section
+from toygraph import InvalidArgumentError
+from toygraph.buckets import EagerFallbackWarning, bucket_for
+from toygraph.serving import AboveLargestSizeError, PaddedSizeTable, ToyCaptureCost, expected_waste, padded_size_table
+
+
+def test_vllm_default_sizes_follow_the_rule_read_in_set_cudagraph_sizes():
+    sizes = S.vllm_default_sizes()  # H200 defaults: max_num_seqs 1024 -> largest min(2048, 512) = 512
+    assert sizes[:4] == (1, 2, 4, 8)
+    assert [b for b in sizes if 8 <= b < 256] == list(range(8, 256, 8))
+    assert [b for b in sizes if b >= 256] == list(range(256, 513, 16))
+    assert len(sizes) == 3 + 31 + 17 == 51
+    assert S.vllm_default_sizes(max_num_seqs=128)[-1] == 256           # min(128 * 2, 512)
+    assert S.vllm_default_sizes(max_num_seqs=1024, blackwell=True)[-1] == 1024
+    assert S.vllm_default_sizes(max_num_seqs=4) == (1, 2, 4, 8)        # largest 8
+    assert S.vllm_default_sizes(max_num_seqs=256, max_num_batched_tokens=100)[-1] == 100  # the token cap, appended
+    assert S.vllm_default_sizes(performance_mode="interactivity")[:33] == tuple(range(1, 33)) + (40,)
+    with pytest.raises(ValueError):
+        S.vllm_default_sizes(performance_mode="fast")
+
+
+def test_vllm_batch_defaults_by_gpu():
+    assert S.vllm_batch_defaults(140, "NVIDIA H200") == (1024, 8192)
+    assert S.vllm_batch_defaults(80, "NVIDIA A100-SXM4-80GB") == (256, 2048)
+    assert S.vllm_batch_defaults(140, "NVIDIA H200", usage="llm") == (1024, 16384)
+
+
+def test_sglang_default_sizes_follow_generate_cuda_graph_batch_sizes():
+    sizes = S.sglang_default_sizes(256)
+    assert sizes == (1, 2, 4, 8, 12) + tuple(range(16, 257, 8))
+    big = S.sglang_default_sizes(1024)
+    assert [b for b in big if 256 < b < 512] == list(range(272, 512, 16))
+    assert [b for b in big if b >= 512] == list(range(512, 1025, 32))
+    assert S.sglang_default_sizes(16, disable_padding=True) == tuple(range(1, 17))
+    assert S.sglang_default_sizes(64, speculative=True)[:9] == (1, 2, 3, 4, 5, 6, 7, 8, 10)
+    assert S.sglang_default_max_bs(143156) == 256 and S.sglang_default_max_bs(143156, tp_size=8) == 512
+    assert S.sglang_default_max_bs(None) == 160 and S.sglang_default_max_bs(16 * 1024) == 8
+    old = S.sglang_sizes_2025(143156)
+    assert old[:5] == (1, 2, 4, 8, 16) and old[-1] == 256
+    assert S.sglang_sizes_2025(40960)[-1] == 160
+
+
+def test_padded_size_table_matches_bucket_for_and_vllms_loop():
+    for sizes in [(1, 2, 4, 8), S.vllm_default_sizes(), (3, 5, 17)]:
+        table = padded_size_table(sizes)
+        assert table[0] == 0 and len(table) == max(sizes) + 1
+        for b in range(1, max(sizes) + 1):
+            assert table[b] == bucket_for(b, sizes)
+
+
+def test_lookup_raises_or_dispatches_eager_above_the_largest_size():
+    t = PaddedSizeTable([1, 2, 4, 8])
+    assert t.padded_size(5) == 8 and t.dispatch(5).padded_rows == 3
+    with pytest.raises(AboveLargestSizeError, match="eagerly"):
+        t.padded_size(9)
+    d = t.dispatch(9)
+    assert (d.mode, d.size, d.padded_rows) == ("eager", 9, 0)
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(InvalidArgumentError):
+            t.dispatch(bad)
+
+
+def test_expected_waste_by_hand():
+    w = expected_waste([1, 2, 4, 8], {3: 1.0, 5: 1.0, 16: 2.0})
+    # per step: useful (3 + 5 + 2 * 16) / 4 = 10; padded (1 + 3) / 4 = 1; half the steps eager
+    assert math.isclose(w.useful_rows, 10.0) and math.isclose(w.padded_rows, 1.0) and w.eager_share == 0.5
+    assert math.isclose(w.waste_fraction, 1.0 / (2.0 + 1.0))   # padded / (graphed useful 8/4 + padded)
+    assert expected_waste(range(1, 9), {3: 1, 7: 1}).waste_fraction == 0.0
+    with pytest.raises(InvalidArgumentError):
+        expected_waste([1, 2], {})
+    with pytest.raises(InvalidArgumentError):
+        expected_waste([1, 2], {1: -1.0})
+
+
+def test_denser_lists_waste_less_on_the_chat_mix():
+    d = S.chat_batch_distribution(256)
+    assert math.isclose(sum(d.values()), 1.0) and d[1] > d[2] > d[100]
+    rows = {r.name: r for r in S.tradeoff_rows(d, None)}
+    assert rows["every size"].waste.waste_fraction == 0.0
+    assert rows["every 4"].waste.waste_fraction < rows["vLLM default"].waste.waste_fraction
+    assert rows["vLLM default"].waste.waste_fraction < rows["powers of two"].waste.waste_fraction
+    assert all(r.capture_s is None for r in rows.values())
+
+
+def _recorded():
+    lists = S.candidate_lists(256)
+    rows = []
+    for i, (name, sizes) in enumerate(lists.items()):
+        cost = {"capture_s": 0.01 * len(sizes), "capture_s_min": 0.009 * len(sizes),
+                "capture_s_max": 0.011 * len(sizes), "free_drop_bytes": 2**20 * (8 + len(sizes))}
+        private = dict(cost, free_drop_bytes=2**21 * len(sizes))
+        rows.append({"name": name, "sizes": list(sizes), "shared": cost, "private": private})
+    return {"lists": rows}
+
+
+def test_choose_sizes_within_budget():
+    rows = S.tradeoff_rows(S.chat_batch_distribution(256), _recorded())
+    assert S.choose_sizes(rows).name == "every size"
+    best = S.choose_sizes(rows, memory_budget_bytes=50 * 2**20)  # <= 42 sizes fit
+    assert best.name == "SGLang default"
+    assert S.choose_sizes(rows, capture_budget_s=0.2).name == "every 16"
+    with pytest.raises(ValueError, match="cheapest is 'powers of two'"):
+        S.choose_sizes(rows, memory_budget_bytes=2**20)
+
+
+def test_render_tradeoff_without_and_with_recorded_figures():
+    import matplotlib.pyplot as plt
+
+    text, fig = S.render_tradeoff(64, S.chat_batch_distribution(), None)
+    assert "not recorded" in text and "no list fits" in text
+    plt.close(fig)
+    text, fig = S.render_tradeoff(50, S.chat_batch_distribution(), _recorded(), "test")
+    assert "'SGLang default' (36 sizes)" in text
+    plt.close(fig)
+
+
+def test_fit_capture_cost_recovers_a_line():
+    rows = [{"size": b, "capture_ms": 5 + 0.1 * b, "private_pool_bytes": 1000 * b} for b in (1, 8, 64, 256)]
+    c = S.fit_capture_cost(rows)
+    assert math.isclose(c.capture_ms, 5, abs_tol=1e-6) and math.isclose(c.capture_ms_per_row, 0.1, rel_tol=1e-6)
+    assert c.pool_bytes_per_row == 1000
+    toy = ToyCaptureCost(capture_ms=10, capture_ms_per_row=0, pool_bytes_per_row=100, output_bytes_per_row=1)
+    assert toy.shared_pool_bytes([1, 2, 4]) == 400 + 7 < toy.private_pools_bytes([1, 2, 4]) == 707
+    assert math.isclose(toy.capture_s([1, 2, 4]), 0.03)
+
+
+def test_serving_section_reader_gives_a_clear_error_when_missing(tmp_path):
+    f = tmp_path / "ref.json"
+    f.write_text(json.dumps({"provenance": {"gpu_name": "X"}, "decode": {}}))
+    with pytest.raises(ReferenceDataError, match="bench_serving"):
+        serving_section(path=f)
+    with pytest.raises(ReferenceDataError, match="provenance"):
+        serving_section({"provenance": {}, "serving": {"lists": []}})
+
+
+def test_bench_update_section_keeps_other_sections(tmp_path):
+    from graphcourse.gpulib.bench_serving import update_section
+
+    f = tmp_path / "ref.json"
+    original = {"schema": 2, "provenance": {"gpu_name": "H"}, "decode": {"rows": [1, 2]}, "serving": {"old": 1}}
+    f.write_text(json.dumps(original))
+    new = {"provenance": {"gpu_name": "H200"}, "lists": []}
+    update_section(f, new)
+    data = json.loads(f.read_text())
+    assert data["serving"] == new
+    assert {k: v for k, v in data.items() if k != "serving"} == {k: v for k, v in original.items() if k != "serving"}
+    assert [p.name for p in tmp_path.iterdir()] == ["ref.json"]  # no temporary file left
+    fresh = tmp_path / "new.json"
+    update_section(fresh, new)
+    assert serving_section(path=fresh) == new
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit):
+        update_section(bad, new)
+    assert bad.read_text() == "{not json"
+
+
+def test_bench_refuses_without_cuda(capsys, tmp_path):
+    from graphcourse.gpulib.bench_serving import NO_CUDA_EXIT, main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert main(["--out", str(tmp_path / "x.json")]) == NO_CUDA_EXIT
+    assert "no CUDA GPU" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+
+
+# ----------------------------------------------------------------- the GPU library's arithmetic, without graphs
+
+
+def _model():
+    from graphcourse.gpulib.graphs import GPTConfig, TinyGPT
+
+    return TinyGPT(GPTConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=2, max_len=16), seed=3)
+
+
+def test_piecewise_split_equals_the_decode_step():
+    from graphcourse.gpulib.graphs import as_device_position
+    from graphcourse.gpulib.serving import PiecewiseDecoder, clone_cache, piecewise_step_eager
+
+    m = _model()
+    pos = as_device_position(2, "cpu")
+    tokens, slots = torch.tensor([3, 9, 11]), torch.tensor([2, 0, 1])
+    a, b = m.new_cache(4), m.new_cache(4)
+    assert torch.equal(piecewise_step_eager(m, tokens, pos, a, slots), m.decode_step(tokens, pos, b, slots=slots))
+    assert torch.equal(a.k, b.k) and torch.equal(a.v, b.v)
+    c = clone_cache(b)
+    pw = PiecewiseDecoder(m, m.new_cache(4), pos, 3, capture=False)
+    pw.cache.k.copy_(c.k), pw.cache.v.copy_(c.v)
+    assert torch.equal(pw(tokens, slots), m.decode_step(tokens, pos, c, slots=slots))
+    assert pw.graph_count == 3
+
+
+def test_serving_decoder_pads_to_the_table_and_writes_only_the_scratch_slot():
+    from graphcourse.gpulib.serving import ServingDecoder, clone_cache, kv_rows_touched
+
+    m = _model()
+    server = ServingDecoder(m, [1, 2, 4, 8], position=2, capture=False)
+    server.cache.k.normal_(generator=torch.Generator().manual_seed(0))
+    server.cache.v.normal_(generator=torch.Generator().manual_seed(1))
+    tokens, slots = torch.tensor([1, 2, 3, 4, 5]), torch.arange(5)
+    reference = clone_cache(server.cache)
+    expected = m.decode_step(tokens, server.pos, reference, slots=slots)
+    before = clone_cache(server.cache)
+    got = server(tokens, slots)
+    assert torch.equal(got, expected) and server.dispatched[-1] == ("graph", 5, 8)
+    assert kv_rows_touched(before, server.cache) == [0, 1, 2, 3, 4, server.cache.pad_slot]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        server(torch.arange(3), torch.tensor([0, 1, 2]))
+    assert not caught
+    big = ServingDecoder(m, [1, 2], max_batch=4, capture=False)
+    with pytest.warns(EagerFallbackWarning, match="above the largest captured size"):
+        out = big(torch.tensor([1, 2, 3]), torch.tensor([0, 1, 2]))
+    assert out.shape == (3,) and big.dispatched[-1] == ("eager", 3, 3)
+
+
+# ----------------------------------------------------------------- the benchmark's section, built without a GPU
+
+
+class _FakeCaptured:
+    def __init__(self, sizes, shared, order):
+        from graphcourse.gpulib.serving import ListMemory
+
+        sizes = sorted(sizes)
+        n = len(sizes)
+        self.capture_s = 0.01 * n
+        self.per_size_s = {b: 0.005 + 1e-5 * b for b in sizes}
+        self.per_size_pool_bytes = {} if shared else {b: 2**21 + 4096 * b for b in sizes}
+        drop = (2**21 + 4096 * sizes[-1] + 512 * n) if shared else sum(2**21 + 4096 * b for b in sizes)
+        if shared and order == "smallest_first":
+            drop += 2**20
+        self.memory = ListMemory(drop, drop // 2, drop, drop)
+
+    def release(self):
+        pass
+
+
+def _fake_capture_list(model, cache, pos, sizes, *, order="largest_first", shared_pool=True, measure_memory=True,
+                       **_):
+    return _FakeCaptured(sizes, shared_pool, order)
+
+
+def _section(monkeypatch):
+    import functools
+
+    from graphcourse.gpulib import bench_serving as B
+
+    monkeypatch.setattr(B, "provenance", lambda argv, quick: {"gpu_name": "fake GPU", "date_utc": "2026-11-30",
+                                                              "torch": torch.__version__, "command": "test"})
+    monkeypatch.setattr(B, "bench_lists", functools.partial(B.bench_lists, device="cpu",
+                                                            capture_list=_fake_capture_list))
+    monkeypatch.setattr(B, "bench_piecewise", functools.partial(
+        B.bench_piecewise, device="cpu", capture=False, timer=lambda fn, iters: 100.0 + iters))
+    monkeypatch.setattr(B, "padded_replay_fact", functools.partial(B.padded_replay_fact, "cpu", False))
+    return B.run_section(["--out", "x.json"], quick=False)
+
+
+def test_the_benchmark_section_has_what_the_lesson_reads(monkeypatch, tmp_path):
+    from graphcourse.gpulib.bench_serving import summary_lines, update_section
+
+    sec = _section(monkeypatch)
+    assert {r["name"] for r in sec["lists"]} == set(S.candidate_lists(256))
+    for r in sec["lists"]:
+        for mode in ("shared", "private", "shared_smallest_first"):
+            assert {"capture_s", "capture_s_min", "capture_s_max", "free_drop_bytes_min"} <= set(r[mode])
+    fact = sec["padded_replay"]
+    assert fact["tokens_match_eager"] and fact["tokens_match_eager_padded_batch"] and fact["padded_to"] == 8
+    assert fact["kv_rows_match_eager"]
+    assert fact["slots_written"] == [0, 1, 2, 3, 4, 8] and fact["live_slots_untouched"] == [5, 6, 7]
+    rows = sec["piecewise"]["rows"]
+    assert [r["batch"] for r in rows] == [1, 8] and all(r["piecewise_matches_eager"] for r in rows)
+    assert len(sec["per_size"]) == 256 and sec["per_size"][0]["private_pool_bytes"] > 0
+    summary_lines(sec)
+    # the lesson's readers, on the section as the file will hold it
+    f = tmp_path / "ref.json"
+    f.write_text(json.dumps({"provenance": {"gpu_name": "H200"}, "decode": {}}))
+    update_section(f, sec)
+    rec = serving_section(path=f)
+    table = S.tradeoff_rows(S.chat_batch_distribution(256), rec)
+    assert all(r.capture_s is not None and r.shared_bytes < r.private_bytes for r in table if r.n_sizes > 1)
+    lines = S.capture_mode_lines(rec)
+    assert len(lines) == 1 + 7 and "every size" in lines[-1]
+    assert "one pool largest first took less memory than a pool per graph" in S.capture_mode_summary(rec)
+    assert "same as eager" in S.piecewise_lines(rec)[1]
+    assert S.piecewise_summary(rec).startswith("batch 1: piecewise took no different (the ranges overlap) from one")
+    row = dict(rec["piecewise"]["rows"][0], full_graph_us=50.0, full_graph_us_min=45.0, full_graph_us_max=55.0)
+    sec2 = {"piecewise": {"rows": [row]}}
+    assert "more time than one full graph" in S.piecewise_summary(sec2)
+    assert S.piecewise_summary(None) == "not recorded yet"
+    assert S.fit_capture_cost(rec["per_size"]).pool_bytes_per_row == 4096
+    import matplotlib.pyplot as plt
+
+    text, fig = S.render_tradeoff(64, S.chat_batch_distribution(256), rec, "fake")
+    plt.close(fig)
+    assert "within 64 MiB" in text
+    text, fig = S.render_tradeoff(64, S.chat_batch_distribution(256), rec, "fake", capture_budget_s=0.2)
+    plt.close(fig)
+    assert "within 64 MiB and 0.20 s of capture: 'every 16'" in text   # fake: 0.01 s per size
+
+
+def test_gpu_library_refuses_clearly_without_cuda():
+    from graphcourse.errors import NoCudaError
+    from graphcourse.gpulib.graphs import as_device_position
+    from graphcourse.gpulib.serving import PiecewiseDecoder, ServingDecoder, capture_list
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    m = _model()
+    with pytest.raises(NoCudaError, match="capturing a list"):
+        capture_list(m, m.new_cache(2), as_device_position(0, "cpu"), [1, 2])
+    with pytest.raises(NoCudaError):
+        ServingDecoder(m, [1, 2])
+    with pytest.raises(NoCudaError):
+        PiecewiseDecoder(m, m.new_cache(2), as_device_position(0, "cpu"), 2)
+
+
+def test_the_explorer_wires_two_budget_sliders_to_render_tradeoff():
+    explorer = S.tradeoff_explorer(S.chat_batch_distribution(64), _recorded(), "fake", 64, 0.2)
+    assert set(explorer.controls) == {"memory_budget_mib", "capture_budget_s"}
+    assert "'every 16'" in explorer.text
+    explorer.controls["capture_budget_s"].value = 100.0  # re-renders: now memory binds (fake: 8 + n MiB)
+    assert "'SGLang default'" in explorer.text and explorer.renders == 2
+    explorer.controls["memory_budget_mib"].value = 4096.0
+    assert "'every size'" in explorer.text
+    assert [o["output_type"] for o in explorer.output.outputs] == ["stream", "display_data"]
+
+
+def test_toy_twin_imports_only_the_standard_library():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, toygraph.serving\n"
+            "std = set(sys.stdlib_module_names)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] not in std and m.split('.')[0] != 'toygraph'"
+            " and not m.startswith('_')))")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=root, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_capture_cost_model_falls_back_to_assumed_prices():
+    toy, how = S.capture_cost_model(None)
+    assert how.startswith("assumed") and toy == ToyCaptureCost()
+    toy, how = S.capture_cost_model({"per_size": []})
+    assert how.startswith("assumed")
+    rows = [{"size": b, "capture_ms": 5 + b, "private_pool_bytes": 10 * b} for b in (1, 2)]
+    assert S.capture_cost_model({"per_size": rows})[1].startswith("fitted")
+
+
+def test_bench_lists_stops_starting_repeats_after_its_budget():
+    from graphcourse.gpulib.bench_serving import bench_lists
+
+    out = bench_lists({"a": (1, 2), "b": (1, 2, 4)}, repeats=3, device="cpu", capture_list=_fake_capture_list,
+                      budget_s=0.0)
+    assert out["repeats_done"] == 1 and out["per_size_from"] == "b"
+    assert all(r["shared"]["capture_s_min"] == r["shared"]["capture_s_max"] for r in out["lists"])
+    out = bench_lists({"a": (1, 2)}, repeats=2, device="cpu", capture_list=_fake_capture_list)
+    assert out["repeats_done"] == 2
+
+
+def test_bench_helpers_borrowed_from_the_course_benchmark_resolve():
+    from graphcourse.gpulib.bench_serving import _driver_version, flat
+
+    assert flat("t", [3.0, 1.0, 2.0]) == {"t": 2.0, "t_min": 1.0, "t_max": 3.0}
+    assert _driver_version() is None or isinstance(_driver_version(), str)
