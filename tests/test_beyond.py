@@ -51,6 +51,7 @@ def test_parse_dot_a_chain_has_width_one_and_rejects_non_dot_and_cycles():
 
 @pytest.mark.parametrize("code", [
     beyond.unjoined_fork_snippet(),
+    beyond.NONCAPTURABLE_SNIPPET,
     beyond.generator_snippet(True),
     beyond.generator_snippet(False),
     *[beyond.capture_mode_snippet(m, w) for m in beyond.CAPTURE_MODES for w in ("other thread", "same thread")],

@@ -129,7 +129,8 @@ def bench_training(repeats: int, quick: bool) -> dict[str, Any]:
 
     import torch
 
-    from .beyond import (TrainConfig, WholeStepGraph, autocast_cache_refusal, count_kernels_per_step, time_training,
+    from .beyond import (TrainConfig, WholeStepGraph, autocast_cache_refusal, count_kernels_per_step, noncapturable_refusal,
+                         time_training,
                          train_eager, train_partial)
 
     config = TrainConfig()
@@ -156,6 +157,7 @@ def bench_training(repeats: int, quick: bool) -> dict[str, Any]:
     out["max_rel_diff"] = {"graph": rel(eager, graph), "partial": rel(eager, partial),
                            "graph_bf16": rel(eager_bf16, graph_bf16)}
     out["autocast_cache_refusal"] = autocast_cache_refusal()
+    out["noncapturable_step"] = noncapturable_refusal()
     out["repeats"] = repeats
     return out
 

@@ -46,6 +46,7 @@ __all__ = [
     "generator_facts",
     "graph_shape",
     "make_batches",
+    "noncapturable_refusal",
     "make_model",
     "make_optimizer",
     "parse_dot",
@@ -631,6 +632,35 @@ def count_kernels_per_step(config: TrainConfig) -> int | None:
         return int(round(kernel_profile(run, iters=3).kernels_per_call))
     except Exception:
         return None
+
+
+NONCAPTURABLE_SNIPPET = '''
+import json, torch
+model = torch.nn.Linear(64, 64).cuda()
+opt = torch.optim.AdamW(model.parameters())          # capturable=False, the default
+x = torch.randn(8, 64, device="cuda")
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    for _ in range(3):
+        opt.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+        opt.step()
+torch.cuda.current_stream().wait_stream(side)
+g = torch.cuda.CUDAGraph()
+opt.zero_grad(set_to_none=True)
+with torch.cuda.graph(g, stream=side):
+    model(x).sum().backward()
+    opt.step()
+print("RESULT " + json.dumps({"captured": True}))
+'''
+"""A child process capturing AdamW's step without ``capturable=True``."""
+
+
+def noncapturable_refusal(timeout_s: float = 120.0) -> dict[str, Any]:
+    """What capturing a non-capturable AdamW step does (a child process: the capture may fail)."""
+    done = run_snippet(NONCAPTURABLE_SNIPPET, timeout_s=timeout_s)
+    return {"returncode": done.returncode, "errors": done.errors[-3:]}
 
 
 def autocast_cache_refusal() -> str:

@@ -212,6 +212,7 @@ g0 = torch.cuda.CUDAGraph()
 with torch.cuda.graph(g0):                            # first capture without stream=, on cuda:0
     v = w * 2
 result["default_capture_stream_device"] = str(torch.cuda.graph.default_capture_stream.device)
+print("RESULT " + json.dumps(result), flush=True)
 with torch.cuda.device(x.device):                     # now cuda:1 is current, but the default
     g = torch.cuda.CUDAGraph()                        # capture stream was made on cuda:0 and kept
     with torch.cuda.graph(g):

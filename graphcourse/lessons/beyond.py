@@ -207,6 +207,10 @@ def training_lines(section: dict[str, Any] | None) -> str:
            f"largest relative loss difference over {c['steps']} steps: "
            + ", ".join(f"{k} {v:.1e}" for k, v in t["max_rel_diff"].items()),
            f"make_graphed_callables under autocast with its cache on: {t['autocast_cache_refusal']}"]
+    step = t.get("noncapturable_step")
+    if step:
+        out.append("AdamW without capturable=True, step() captured: "
+                   + (f"exit {step['returncode']}, {step['errors'][-1]}" if step["errors"] else "captured"))
     return "\n".join(out)
 
 
