@@ -301,7 +301,13 @@ def _try_04(item: str) -> str | None:
     return None
 
 
-TRY_ANSWERS = {"02": _try_02, "04": _try_04}
+def _try_10(item: str) -> str | None:
+    from graphcourse.lessons.beyond import try_answer
+
+    return try_answer(item)
+
+
+TRY_ANSWERS = {"02": _try_02, "04": _try_04, "10": _try_10}
 
 
 NO_ANSWER = "NO ANSWER YET: add one to graphcourse/instructor.py (TRY_ANSWERS), then run make instructor."

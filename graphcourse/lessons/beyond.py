@@ -292,3 +292,65 @@ def trap_lines(section: dict[str, Any] | None) -> str:
 def live_or_note(run: Callable[[], str], gpu: bool, note: str = "no CUDA GPU here: the recorded figures above stand in") -> str:
     """Run a live GPU demonstration if there is a GPU, else the note."""
     return run() if gpu else note
+
+
+# --------------------------------------------------------------------------- answers to "Things to try" (instructor kit)
+
+
+def try_answer(item: str) -> str | None:
+    """The computed answer to one of lesson 10's "Things to try" items, or None for an item it does not know."""
+    import toygraph as tg
+    from toygraph.rng import ToyGenerator, rand
+
+    if "right_us" in item:
+        sg, _ = toy_fork_join(right_us=(20.0,))
+        sg.replay()
+        base, _ = toy_fork_join()
+        base.replay()
+        return (f"With the side branch at 20 µs the replay takes {sg.last_replay_us:.0f} µs (it took "
+                f"{base.last_replay_us:.0f} µs with 9 µs): the longer branch sets the length, embed + 20 + sum; the "
+                f"main branch's {6 + 6:.0f} µs now hide inside it. One stream would take {sg.serial_us:.0f} µs.")
+    if "rand(gen, 5)" in item:
+        dev = tg.ToyDevice()
+        gen = ToyGenerator(dev, seed=1)
+        g = tg.ToyGraph(dev)
+        with tg.graph(g):
+            rand(gen, 2)
+            rand(gen, 5)
+        offsets = []
+        for _ in range(3):
+            g.replay()
+            offsets.append(gen.offset)
+        return (f"Each replay moves the offset on by {gen.whole_graph_increment(g)} (offsets after three replays: "
+                f"{offsets}): the whole-graph increment is the sum of what the captured kernels draw, 2 + 5; the "
+                f"second kernel starts 2 numbers into the replay's share. (PyTorch counts per-thread Philox offsets, "
+                f"each kernel's rounded up to a multiple of 4, not values.)")
+    if "another graph" in item:
+        dev = tg.ToyDevice()
+        mine = ToyGenerator(dev, seed=3, default=False)
+        g1, g2 = tg.ToyGraph(dev, name="g1"), tg.ToyGraph(dev, name="g2")
+        mine.register(g1)
+        with tg.graph(g1):
+            rand(mine, 4)
+        try:
+            with tg.graph(g2):
+                rand(mine, 4)
+            outcome = "captured"
+        except tg.CaptureError:
+            outcome = "refused with CaptureError"
+        g1.replay()
+        return (f"The capture of g2 is {outcome}: registration is per graph (PyTorch keeps the set of registered "
+                f"graphs per generator state). g1 still replays and moves the offset on by "
+                f"{mine.whole_graph_increment(g1)} per replay (now {mine.offset}). Register the generator with "
+                f"every graph that draws from it.")
+    if "rng_seed=5" in item:
+        from ..gpulib.beyond import TrainConfig, train_eager
+
+        config = TrainConfig(steps=10)
+        a, b = train_eager(config), train_eager(config, rng_seed=5)
+        differ = sum(x != y for x, y in zip(a, b))
+        worst = max(abs(x - y) for x, y in zip(a, b))
+        return (f"{differ} of {config.steps} losses differ, from the first step on (largest difference "
+                f"{worst:.4f}): the weights and data are the same, only the dropout masks change with the seed. "
+                f"That is why the graphed run is compared with an eager run after the same `torch.manual_seed`.")
+    return None
