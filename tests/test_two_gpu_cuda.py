@@ -47,3 +47,9 @@ def test_a_default_capture_stream_made_on_cuda0_is_kept_for_later_captures():
     done, found = _run("stale_default_stream")
     assert found["default_capture_stream_device"] == "cuda:0"
     assert done.capture_refused, done.summary()
+
+
+def test_without_an_allocation_the_wrong_gpu_capture_is_silent_and_the_graph_empty():
+    done, found = _run("silent_empty_graph")
+    assert done.ok, done.summary()
+    assert found["replay_value"] == 2.0 != found["expected_value"]     # replay recomputed nothing

@@ -337,7 +337,7 @@ def generator_facts(timeout_s: float = 180.0) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, register in (("registered", True), ("unregistered", False)):
         done = run_snippet(generator_snippet(register), timeout_s=timeout_s)
-        out[name] = {"returncode": done.returncode, "errors": done.errors[-3:], "result": result_line(done.stdout)}
+        out[name] = {"returncode": done.returncode, "errors": done.errors[:6], "result": result_line(done.stdout)}
     return out
 
 
@@ -660,7 +660,7 @@ print("RESULT " + json.dumps({"captured": True}))
 def noncapturable_refusal(timeout_s: float = 120.0) -> dict[str, Any]:
     """What capturing a non-capturable AdamW step does (a child process: the capture may fail)."""
     done = run_snippet(NONCAPTURABLE_SNIPPET, timeout_s=timeout_s)
-    return {"returncode": done.returncode, "errors": done.errors[-3:]}
+    return {"returncode": done.returncode, "errors": done.errors[:6]}
 
 
 def autocast_cache_refusal() -> str:

@@ -189,9 +189,10 @@ s = torch.cuda.Stream(device=x.device)                # the capture stream on th
 g = torch.cuda.CUDAGraph()
 with torch.cuda.graph(g, stream=s):
     y = x * 2
-x.fill_(1.0)
-g.replay()
-torch.cuda.synchronize(1)
+with torch.cuda.device(x.device):
+    x.fill_(1.0)
+    g.replay()
+    torch.cuda.synchronize()
 result["replay_value"] = float(y[0, 0])
 print("RESULT " + json.dumps(result))
 ''',
@@ -200,9 +201,9 @@ with torch.cuda.device(x.device):                     # the data's GPU is curren
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         y = x * 2
-x.fill_(1.0)
-g.replay()
-torch.cuda.synchronize(1)
+    x.fill_(1.0)
+    g.replay()
+    torch.cuda.synchronize()
 result["replay_value"] = float(y[0, 0])
 print("RESULT " + json.dumps(result))
 ''',
@@ -219,8 +220,26 @@ with torch.cuda.device(x.device):                     # now cuda:1 is current, b
         y = x * 2
 print("RESULT " + json.dumps(result))
 ''',
+    "silent_empty_graph": '''
+import json, warnings, torch
+x = torch.ones(1024, device="cuda:1")              # small: its result fits the cached segment, no cudaMalloc
+result = {"current_device": torch.cuda.current_device(), "data_device": str(x.device)}
+g = torch.cuda.CUDAGraph()
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    with torch.cuda.graph(g):      # the capture stream is on cuda:0 again
+        y = x * 2                  # runs at once on cuda:1, outside the capture
+result["warnings"] = [str(w.message).splitlines()[0] for w in seen]
+x.fill_(5.0)
+g.replay()                         # replays an empty graph: y is not recomputed
+torch.cuda.synchronize(1)
+result["replay_value"] = float(y[0])
+result["expected_value"] = 10.0
+print("RESULT " + json.dumps(result))
+''',
 }
-"""Child programs for a machine with two GPUs: the trap, two fixes, and the fix that a cached stream defeats."""
+"""Child programs for a machine with two GPUs: the trap, two fixes, the fix a cached stream defeats, and the silent
+variant (pytorch/pytorch#87894: no allocation is refused, so the capture records nothing and replays do nothing)."""
 
 
 def trap_snippet(name: str) -> str:
@@ -237,6 +256,6 @@ def side_stream_trap(timeout_s: float = 120.0) -> dict[str, Any]:
     out = {}
     for name in TRAP_SNIPPETS:
         done = run_snippet(TRAP_SNIPPETS[name], timeout_s=timeout_s)
-        out[name] = {"returncode": done.returncode, "errors": done.errors[-3:], "result": result_line(done.stdout),
+        out[name] = {"returncode": done.returncode, "errors": done.errors[:6], "result": result_line(done.stdout),
                      "capture_refused": done.capture_refused}
     return out

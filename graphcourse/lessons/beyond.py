@@ -283,6 +283,8 @@ def trap_lines(section: dict[str, Any] | None) -> str:
         res = r.get("result") or {}
         if r["returncode"] == 0:
             what = "ran, replay gives " + str(res.get("replay_value", "?")) if "replay_value" in res else "ran"
+            if "expected_value" in res:
+                what += f" (right answer {res['expected_value']}); warnings: {res.get('warnings') or 'none'}"
         else:
             what = "failed: " + " | ".join(r["errors"][-2:])
         out.append(f"{name:<22} {what[:160]}")
