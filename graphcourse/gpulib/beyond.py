@@ -160,7 +160,14 @@ def graph_shape(graph: Any) -> GraphShape:
     """The shape of a captured ``torch.cuda.CUDAGraph`` made with ``enable_debug_mode()`` before capture."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "graph.dot")
-        graph.debug_dump(path)
+        try:
+            graph.debug_dump(path)
+        except RuntimeError:
+            # newer torch routes debug_dump through the cuda-bindings package; the C++ method
+            # (cudaGraphDebugDotPrint) is the one torch 2.11 calls, so try it before giving up
+            torch._C._CUDAGraph.debug_dump(graph, path)
+        if not os.path.exists(path):
+            raise RuntimeError("debug_dump wrote no file: was enable_debug_mode() called before capture?")
         with open(path) as f:
             return parse_dot(f.read())
 
