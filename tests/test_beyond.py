@@ -274,3 +274,10 @@ def test_benchmark_refuses_without_cuda(tmp_path, capsys):
     assert bench_beyond.main(["--out", str(tmp_path / "x.json")]) == bench_beyond.NO_CUDA_EXIT
     assert "no CUDA GPU" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_ranks_that_do_not_finish_are_killed_and_reported():
+    out = multigpu.run_allreduce("gloo", world=2, sizes=(64,), repeats=1, ops_per_graph=50, replays=5000,
+                                 timeout_s=2)
+    assert out["timed_out"]
+    assert [r["error"] for r in out["ranks"]] == [f"no result from rank {r}: timed out after 2 s" for r in (0, 1)]

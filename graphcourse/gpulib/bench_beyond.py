@@ -107,7 +107,7 @@ def bench_unjoined() -> dict[str, Any]:
     from ..child import run_snippet
     from .beyond import unjoined_fork_snippet
 
-    done = run_snippet(unjoined_fork_snippet(), timeout_s=120)
+    done = run_snippet(unjoined_fork_snippet(), timeout_s=60)
     return {"returncode": done.returncode, "errors": done.errors[:6]}
 
 
@@ -185,7 +185,7 @@ def run_two_gpu(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     start = time.perf_counter()
     data: dict[str, Any] = {"provenance": provenance(argv, gpus=2)}
     data["allreduce"] = _guard("all-reduce, eager and in a graph", run_allreduce, "nccl", 2,
-                               repeats=3 if quick else 5, replays=20 if quick else 50)
+                               repeats=3 if quick else 5, replays=20 if quick else 50, timeout_s=150)
     data["trap"] = _guard("side-stream trap", side_stream_trap)
     data["elapsed_s"] = time.perf_counter() - start
     return data

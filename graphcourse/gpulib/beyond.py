@@ -339,7 +339,7 @@ def generator_snippet(register: bool) -> str:
     return _GENERATOR_SNIPPET.format(register=bool(register))
 
 
-def generator_facts(timeout_s: float = 180.0) -> dict[str, Any]:
+def generator_facts(timeout_s: float = 60.0) -> dict[str, Any]:
     """What happens with a generator the graph knows (registered) and one it does not, each in a child process."""
     out: dict[str, Any] = {}
     for name, register in (("registered", True), ("unregistered", False)):
@@ -383,7 +383,7 @@ try:
         y = x * 2
         if WHERE == "other thread":
             go.set()
-            done.wait(60)
+            done.wait(20)
         else:
             with torch.cuda.stream(torch.cuda.Stream()):   # not the capturing stream: torch does not
                 unsafe_call()                              # switch the mode to relaxed for this one
@@ -406,7 +406,7 @@ def capture_mode_snippet(mode: str, where: str) -> str:
     return _MODE_SNIPPET.format(mode=mode, where=where)
 
 
-def capture_mode_matrix(timeout_s: float = 120.0) -> dict[str, dict[str, Any]]:
+def capture_mode_matrix(timeout_s: float = 60.0) -> dict[str, dict[str, Any]]:
     """For each capture_error_mode and each place of the unsafe call: what the call and the capture did."""
     table: dict[str, dict[str, Any]] = {}
     for mode in CAPTURE_MODES:
@@ -664,7 +664,7 @@ print("RESULT " + json.dumps({"captured": True}))
 """A child process capturing AdamW's step without ``capturable=True``."""
 
 
-def noncapturable_refusal(timeout_s: float = 120.0) -> dict[str, Any]:
+def noncapturable_refusal(timeout_s: float = 60.0) -> dict[str, Any]:
     """What capturing a non-capturable AdamW step does (a child process: the capture may fail)."""
     done = run_snippet(NONCAPTURABLE_SNIPPET, timeout_s=timeout_s)
     return {"returncode": done.returncode, "errors": done.errors[:6]}

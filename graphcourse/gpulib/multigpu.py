@@ -20,6 +20,7 @@ import os
 import socket
 import statistics
 import tempfile
+import time
 from typing import Any, Sequence
 
 from ..child import run_snippet
@@ -68,7 +69,9 @@ def _worker(rank: int, world: int, backend: str, port: int, sizes: Sequence[int]
         torch.cuda.set_device(rank)          # before anything else: every default stream on this rank's GPU
     device = torch.device("cuda", rank) if use_cuda else torch.device("cpu")
     kwargs = {"device_id": device} if use_cuda else {}
-    dist.init_process_group(backend, rank=rank, world_size=world, **kwargs)
+    import datetime
+
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120), **kwargs)
     result: dict[str, Any] = {"backend": backend, "world": world, "rank": rank}
     try:
         expected = world * (world + 1) / 2
@@ -145,8 +148,13 @@ def _worker(rank: int, world: int, backend: str, port: int, sizes: Sequence[int]
 
 
 def run_allreduce(backend: str = "nccl", world: int = 2, sizes: Sequence[int] = ALLREDUCE_SIZES,
-                  repeats: int = 5, ops_per_graph: int = 16, replays: int = 50) -> dict[str, Any]:
-    """Spawn `world` processes; return every rank's findings: sums checked, µs per all-reduce eager and in a graph."""
+                  repeats: int = 5, ops_per_graph: int = 16, replays: int = 50,
+                  timeout_s: float = 240.0) -> dict[str, Any]:
+    """Spawn `world` processes; return every rank's findings: sums checked, µs per all-reduce eager and in a graph.
+
+    The ranks are killed if they have not finished after `timeout_s` (a rank that failed can leave the
+    other waiting in a collective); a rank that left no result is reported as such.
+    """
     import torch
     import torch.multiprocessing as mp
 
@@ -160,13 +168,29 @@ def run_allreduce(backend: str = "nccl", world: int = 2, sizes: Sequence[int] = 
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "rank")
-        mp.spawn(_worker, args=(world, backend, free_port(), tuple(sizes), repeats, ops_per_graph, replays, out),
-                 nprocs=world, join=True)
+        context = mp.spawn(_worker, args=(world, backend, free_port(), tuple(sizes), repeats, ops_per_graph,
+                                          replays, out), nprocs=world, join=False)
+        deadline = time.monotonic() + timeout_s
+        timed_out = False
+        try:
+            while not context.join(timeout=2):
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    break
+        finally:
+            for proc in context.processes:
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join(10)
         ranks = []
         for r in range(world):
-            with open(f"{out}.{r}") as f:
-                ranks.append(json.load(f))
-    return {"ranks": ranks, "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE")}
+            try:
+                with open(f"{out}.{r}") as f:
+                    ranks.append(json.load(f))
+            except (OSError, json.JSONDecodeError):
+                why = f"timed out after {timeout_s:g} s" if timed_out else "the process died"
+                ranks.append({"rank": r, "error": f"no result from rank {r}: {why}"})
+    return {"ranks": ranks, "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE"), "timed_out": timed_out}
 
 
 # --------------------------------------------------------------------------- the side-stream trap (#87794)
@@ -249,7 +273,7 @@ def trap_snippet(name: str) -> str:
     return TRAP_SNIPPETS[name]
 
 
-def side_stream_trap(timeout_s: float = 120.0) -> dict[str, Any]:
+def side_stream_trap(timeout_s: float = 60.0) -> dict[str, Any]:
     """Run each trap snippet in its own child process: exit code, error lines, result."""
     from .beyond import result_line
 
