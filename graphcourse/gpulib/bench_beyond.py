@@ -257,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "beyond" in args.sections:
         print("section beyond (one GPU):", flush=True)
         new["beyond"] = run_beyond(argv, args.quick)
+        update_json(args.out, {"beyond": new["beyond"]})      # written now: a later failure cannot lose it
     if "two_gpu" in args.sections:
         if torch.cuda.device_count() < 2:
             print(f"section two_gpu skipped: it needs two GPUs and this machine has {torch.cuda.device_count()}; "
@@ -264,8 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print("section two_gpu:", flush=True)
             new["two_gpu"] = run_two_gpu(argv, args.quick)
+            update_json(args.out, {"two_gpu": new["two_gpu"]})
     if new:
-        update_json(args.out, new)
         for line in summary_lines(new):
             print(line)
         print(f"updated {sorted(new)} in {args.out} in {time.perf_counter() - start:.0f} s")
