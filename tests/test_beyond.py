@@ -281,3 +281,18 @@ def test_ranks_that_do_not_finish_are_killed_and_reported():
                                  timeout_s=2)
     assert out["timed_out"]
     assert [r["error"] for r in out["ranks"]] == [f"no result from rank {r}: timed out after 2 s" for r in (0, 1)]
+
+
+def test_benchmark_main_writes_its_section_and_skips_two_gpus_on_one(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "ref.json"
+    out.write_text(json.dumps({"provenance": {}, "chain": [1]}))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(bench_beyond, "run_beyond", lambda argv, quick: _fake_beyond())
+    monkeypatch.setattr(bench_beyond, "run_two_gpu", lambda argv, quick: pytest.fail("needs two GPUs"))
+    assert bench_beyond.main(["--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["chain"] == [1] and data["beyond"]["streams"]["work"] == "w" and "two_gpu" not in data
+    printed = capsys.readouterr().out
+    assert "section two_gpu skipped: it needs two GPUs and this machine has 1" in printed
+    assert "training: eager 2, graph 2, partial 2 µs/step" in printed
