@@ -93,7 +93,7 @@ def bench_streams(repeats: int) -> dict[str, Any]:
         samples["two_streams"].append(cuda_time_us(two["graph"].replay, iters=200, warmup=10))
         samples["one_stream"].append(cuda_time_us(one["graph"].replay, iters=200, warmup=10))
     return {
-        "work": "two chains of 4 x (256x256 matmul, tanh), float32",
+        "work": "tanh, then two chains of 4 x (256x256 matmul, tanh), then their sum; float32",
         "two_streams": {"shape": two["shape"], "matches_eager": two["matches_eager"],
                         **summarise("replay_us", samples["two_streams"])},
         "one_stream": {"shape": one["shape"], "matches_eager": one["matches_eager"],

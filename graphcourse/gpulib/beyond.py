@@ -182,28 +182,31 @@ def _branch(x: Tensor, w: Tensor, n: int) -> Tensor:
 
 
 def fork_join(n_per_branch: int = 4, size: int = 256, two_streams: bool = True, debug: bool = True) -> dict[str, Any]:
-    """Capture two chains of ``n_per_branch`` (matmul, tanh) pairs, on two streams (fork/join) or on one.
+    """Capture ``tanh(x)``, then two chains of ``n_per_branch`` (matmul, tanh) pairs, then their sum.
 
-    The fork is ``side.wait_stream(main)``, the join ``main.wait_stream(side)`` (docs/source/notes/cuda.md,
-    "Usage with multiple streams"). Returns the graph, its outputs and inputs, and its shape when ``debug``.
+    With ``two_streams`` the second chain runs on a side stream between a fork (``side.wait_stream(main)``)
+    and a join (``main.wait_stream(side)``), as docs/source/notes/cuda.md, "Usage with multiple streams";
+    otherwise everything is captured on one stream. Returns the graph, its output, whether a replay equals
+    the eager result, and (with ``debug``) the graph's shape from its DOT dump.
     """
     require_cuda("capturing work on two streams")
     gen = torch.Generator(device="cpu").manual_seed(0)
-    a = torch.randn(size, size, generator=gen).cuda()
-    b = torch.randn(size, size, generator=gen).cuda()
-    w = (torch.randn(size, size, generator=gen) / size ** 0.5).cuda()
+    x = torch.randn(size, size, generator=gen).cuda()
+    w1 = (torch.randn(size, size, generator=gen) / size ** 0.5).cuda()
+    w2 = (torch.randn(size, size, generator=gen) / size ** 0.5).cuda()
     capture_stream, side = torch.cuda.Stream(), torch.cuda.Stream()
 
-    def work() -> tuple[Tensor, Tensor]:
+    def work() -> Tensor:
         main = torch.cuda.current_stream()
+        h = torch.tanh(x)                            # before the fork: both branches depend on it
         if not two_streams:
-            return _branch(a, w, n_per_branch), _branch(b, w, n_per_branch)
+            return _branch(h, w1, n_per_branch) + _branch(h, w2, n_per_branch)
         side.wait_stream(main)                       # fork: the side stream joins the capture
-        out_a = _branch(a, w, n_per_branch)          # branch A on the capturing stream
+        out_a = _branch(h, w1, n_per_branch)         # branch A on the capturing stream
         with torch.cuda.stream(side):
-            out_b = _branch(b, w, n_per_branch)      # branch B on the side stream
+            out_b = _branch(h, w2, n_per_branch)     # branch B on the side stream
         main.wait_stream(side)                       # join: back into the capturing stream
-        return out_a, out_b
+        return out_a + out_b                         # after the join: depends on both branches
 
     capture_stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(capture_stream):
@@ -214,7 +217,7 @@ def fork_join(n_per_branch: int = 4, size: int = 256, two_streams: bool = True, 
     if debug:
         graph.enable_debug_mode()                    # keep the cudaGraph_t so debug_dump can print it
     with torch.cuda.graph(graph, stream=capture_stream):
-        outs = work()
+        out = work()
     graph.replay()
     torch.cuda.synchronize()
     shape = None
@@ -223,9 +226,10 @@ def fork_join(n_per_branch: int = 4, size: int = 256, two_streams: bool = True, 
             shape = graph_shape(graph).as_dict()
         except Exception as exc:  # the dump needs cudaGraphDebugDotPrint through torch; say why not
             shape = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    expected = (_branch(a, w, n_per_branch), _branch(b, w, n_per_branch))
-    same = all(torch.allclose(o, e, atol=1e-5) for o, e in zip(outs, expected))
-    return {"graph": graph, "outputs": outs, "shape": shape, "matches_eager": bool(same)}
+    h = torch.tanh(x)
+    expected = _branch(h, w1, n_per_branch) + _branch(h, w2, n_per_branch)
+    return {"graph": graph, "output": out, "shape": shape,
+            "matches_eager": bool(torch.allclose(out, expected, atol=1e-5))}
 
 
 def unjoined_fork_snippet() -> str:
