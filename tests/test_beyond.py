@@ -11,7 +11,7 @@ import torch
 from graphcourse.errors import ReferenceDataError
 from graphcourse.gpulib import bench_beyond, beyond, multigpu
 from graphcourse.lessons import beyond as lesson
-from graphcourse.reference import BEYOND_COMMAND, beyond_label, beyond_section
+from graphcourse.lessons.reference import BEYOND_COMMAND, beyond_label, beyond_section
 
 DOT = """digraph dot {
 subgraph cluster_1 {

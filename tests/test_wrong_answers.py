@@ -4,7 +4,7 @@ nothing on a CPU grader.
 tests/wrong_answers/EXERCISE/NAME.py is an answer cell that embodies one misconception (its header says which, where
 the course teaches it, and which checks must catch it). Each becomes one learner: the exercises/ copy with that answer
 in its exercise (the other exercises left as the stub). The whole class, with the model answers and an untouched
-copy, is graded once, by the real grader's command line (`python -m graphcourse.grade`), with hidden inputs drawn
+copy, is graded once, by the real grader's command line (`python -m graphcourse.grading`), with hidden inputs drawn
 anew for the run.
 """
 
@@ -104,7 +104,7 @@ def graded(tmp_path_factory):
         nbformat.write(nb, root / name / classroom.SOLUTION.name)
     out = tmp_path_factory.mktemp("wrong-out")
     report = out / "grades.json"
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(root), "--report", str(report), "--quiet",
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root), "--report", str(report), "--quiet",
                            "--jobs", str(min(2, os.cpu_count() or 1))],
                           capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]

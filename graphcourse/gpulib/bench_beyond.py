@@ -7,7 +7,7 @@ GPUs, skipped with a message, and the file's old ``two_gpu`` kept, where fewer t
 Each section carries its own ``provenance``. The file is read, the sections replaced, and written
 atomically (a temporary file renamed over it), so an interrupted run loses nothing. Figures are medians
 over interleaved repeats with their spread: ``key``, ``key_min``, ``key_max``; times are torch.cuda.Event
-timings of back-to-back calls (see graphcourse.bench's method). Set ``NCCL_NVLS_ENABLE=0`` on the course's
+timings of back-to-back calls (see graphcourse.gpulib.bench's method). Set ``NCCL_NVLS_ENABLE=0`` on the course's
 machines (the benchmark sets it when unset).
 """
 
@@ -46,7 +46,7 @@ def provenance(argv: Sequence[str], gpus: int | None = None) -> dict[str, Any]:
     """Which GPUs, how many, torch, CUDA, driver, NCCL, date and the command (no host name)."""
     import torch
 
-    from ..bench import _driver_version
+    from .bench import _driver_version
 
     count = torch.cuda.device_count() if gpus is None else gpus
     try:
@@ -83,7 +83,7 @@ def _guard(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 def bench_streams(repeats: int) -> dict[str, Any]:
     """Two chains captured on two streams (fork/join) against the same chains on one stream: shape and replay time."""
-    from ..gpu import cuda_time_us
+    from .graphs import cuda_time_us
     from .beyond import fork_join
 
     two = fork_join(two_streams=True)
@@ -104,7 +104,7 @@ def bench_streams(repeats: int) -> dict[str, Any]:
 
 
 def bench_unjoined() -> dict[str, Any]:
-    from ..child import run_snippet
+    from ..lessons.child import run_snippet
     from .beyond import unjoined_fork_snippet
 
     done = run_snippet(unjoined_fork_snippet(), timeout_s=60)
@@ -236,7 +236,7 @@ def summary_lines(sections: dict[str, Any]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from ..reference import default_reference_path
+    from ..lessons.reference import default_reference_path
 
     parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_beyond",
                                      description=__doc__.splitlines()[0])

@@ -31,8 +31,8 @@ from typing import Any, Callable
 import torch
 from torch import Tensor, nn
 
-from ..child import run_snippet
-from ..gpu import cuda_time_us, require_cuda
+from ..lessons.child import run_snippet
+from .graphs import cuda_time_us, require_cuda
 
 __all__ = [
     "CAPTURE_MODES",
@@ -627,7 +627,7 @@ def time_training(config: TrainConfig, repeats: int = 5, steps_per_timing: int =
 
 def count_kernels_per_step(config: TrainConfig) -> int | None:
     """Kernels one eager training step launches (torch.profiler); None if the profiler sees none."""
-    from ..gpu import kernel_profile
+    from .graphs import kernel_profile
 
     model = make_model(config, "cuda")
     opt = make_optimizer(model, config, capturable=False)

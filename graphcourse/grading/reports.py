@@ -166,13 +166,13 @@ def gradescope(rec: dict) -> str:
                           "status": "passed" if c["status"] == "passed" else "failed",
                           "output": f"{c['status']}: {c['message']}" + (f" (exercise: {m['message']})" if m["status"] == "review" else ""),
                           "visibility": "after_published" if c.get("hidden") else "visible"})
-    out = {"score": rec.get("total", 0), "output": "; ".join(rec.get("notes", [])) or "graded by graphcourse.grade",
+    out = {"score": rec.get("total", 0), "output": "; ".join(rec.get("notes", [])) or "graded by graphcourse.grading",
            "tests": tests, "visibility": "visible", "stdout_visibility": "hidden"}
     return json.dumps(out, indent=1, ensure_ascii=True) + "\n"
 
 
 def junit(report: dict) -> str:
-    suites = ET.Element("testsuites", name="graphcourse.grade")
+    suites = ET.Element("testsuites", name="graphcourse.grading")
     for name, rec in report["learners"].items():
         cases = [(ex, cid, c) for ex, m in rec.get("exercises", {}).items() for cid, c in m.get("checks", {}).items()]
         suite = ET.SubElement(suites, "testsuite", name=xml_text(name), tests=str(len(cases)),

@@ -16,8 +16,8 @@ from toygraph import ToyDevice
 from toygraph.streams import StreamGraph
 
 from ..errors import ReferenceDataError, ReferenceDataMissingError
-from ..palette import COLORS, install_alt_text
-from ..reference import BEYOND_COMMAND, beyond_label, beyond_section, load_reference
+from .palette import COLORS, install_alt_text
+from .reference import BEYOND_COMMAND, beyond_label, beyond_section, load_reference
 
 install_alt_text()
 
