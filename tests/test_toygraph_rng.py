@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toygraph import InvalidArgumentError, ToyDevice, ToyGraph, graph, launch
+from toygraph import CaptureError, InvalidArgumentError, ToyDevice, ToyGraph, graph, launch
 from toygraph.rng import ToyGenerator, rand, random_values
 
 
@@ -88,3 +88,30 @@ def test_replays_equal_eager_runs_for_any_seed_and_draws(seed, sizes, k):
         g.replay()
         got.append(out.tolist())
     assert got == eager and gen.offset == eager_gen.offset == k * sum(sizes)
+
+
+def test_another_generator_must_be_registered_before_capture():
+    dev = ToyDevice()
+    other, x = ToyGenerator(dev, 5, default=False), dev.tensor([0.0, 1.0])
+    g = ToyGraph(dev)
+    with pytest.raises(CaptureError, match="register"):
+        with graph(g):
+            dropout_step(other, x, [2])
+    g2 = ToyGraph(dev)
+    other.register(g2)
+    with graph(g2):
+        out = dropout_step(other, x, [2])
+    first = (g2.replay(), out.tolist())[1]
+    second = (g2.replay(), out.tolist())[1]
+    assert first != second and other.offset == 4
+
+
+def test_register_refuses_during_capture_and_non_graphs():
+    dev = ToyDevice()
+    other = ToyGenerator(dev, 5, default=False)
+    with pytest.raises(InvalidArgumentError):
+        other.register("graph")
+    g = ToyGraph(dev)
+    with pytest.raises(CaptureError, match="before capture"):
+        with graph(g):
+            other.register(g)

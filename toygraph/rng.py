@@ -10,6 +10,14 @@ its whole-graph increment; before each replay, ``replay_prologue`` writes the ge
 current seed and offset into that memory and moves the offset on by the increment. So replay
 ``k`` draws what the ``k``-th eager run of the same step would have drawn.
 
+Which generators a graph looks after: the default generator of the device is registered with every
+capture (``CUDAGraph::capture_begin``); any other generator must be registered before capture with
+``graph.register_generator_state(gen)`` (``torch/cuda/graphs.py``; pytorch/pytorch#114068). A generator
+the graph does not know, used during capture, is refused by ``CUDAGeneratorState::increase`` ("Attempt
+to increase offset for a CUDA generator not in capture mode."). ``ToyGenerator(default=False)`` is such
+another generator: :meth:`ToyGenerator.register` is its ``register_generator_state``, and without it
+:func:`rand` raises :class:`~toygraph.errors.CaptureError` during capture.
+
 :class:`ToyGenerator` and :func:`rand` do the same. Where the toy simplifies: its "random"
 numbers come from Python's ``random`` seeded with ``(seed, position)``, not Philox, and offsets
 count values rather than Philox's groups of four.
@@ -20,7 +28,7 @@ from __future__ import annotations
 import random
 
 from .capture import ToyGraph, launch
-from .errors import InvalidArgumentError
+from .errors import CaptureError, InvalidArgumentError
 from .memory import Buffer, ToyDevice, default_device
 
 __all__ = ["ToyGenerator", "rand", "random_values"]
@@ -34,7 +42,7 @@ def random_values(seed: int, offset: int, n: int) -> list[float]:
 class ToyGenerator:
     """A seed, an offset into its stream, and the device memory a captured random kernel reads them from."""
 
-    def __init__(self, device: ToyDevice | None = None, seed: int = 0) -> None:
+    def __init__(self, device: ToyDevice | None = None, seed: int = 0, *, default: bool = True) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InvalidArgumentError(f"seed must be a whole number, got {seed!r}.")
         self.device = device or default_device()
@@ -44,6 +52,17 @@ class ToyGenerator:
         self.state = self.device.tensor([seed, 0])
         """[seed, base offset] in device memory: what captured random kernels read at each replay."""
         self._increments: dict[int, list[int]] = {}  # per graph: its whole-graph increment
+        self.default = bool(default)
+        """The device's default generator, which every capture registers by itself (True), or another one."""
+        self._registered: set[int] = set()
+
+    def register(self, graph: ToyGraph) -> None:
+        """``graph.register_generator_state(gen)`` before capture: the graph will move this generator on at replay."""
+        if not isinstance(graph, ToyGraph):
+            raise InvalidArgumentError(f"register takes a ToyGraph, got {graph!r}.")
+        if graph.state == "capturing":
+            raise CaptureError("register the generator before capture begins (PyTorch refuses it during capture).")
+        self._registered.add(id(graph))
 
     def manual_seed(self, seed: int) -> None:
         """Restart the stream of `seed` from its beginning."""
@@ -82,6 +101,12 @@ def rand(generator: ToyGenerator, n: int, *, name: str = "rand") -> Buffer:
         seed, offset = generator.seed, generator.offset
         generator.offset += n
         return launch(lambda state: random_values(seed, offset, n), generator.state, name=name)
+    if not generator.default and id(graph) not in generator._registered:
+        raise CaptureError(
+            "this generator is not registered with the graph being captured (CUDA: 'Attempt to increase offset "
+            "for a CUDA generator not in capture mode.'): call gen.register(graph) before capture, as "
+            "graph.register_generator_state(gen) in PyTorch."
+        )
     increment = generator._register(graph)
     intra = increment[0]  # this kernel's place inside the graph: baked, as Philox's intragraph offset is
     increment[0] += n

@@ -334,7 +334,13 @@ def _try_09(item: str) -> str | None:
     return None
 
 
-TRY_ANSWERS = {"02": _try_02, "04": _try_04, "09": _try_09}
+def _try_10(item: str) -> str | None:
+    from graphcourse.lessons.beyond import try_answer
+
+    return try_answer(item)
+
+
+TRY_ANSWERS = {"02": _try_02, "04": _try_04, "09": _try_09, "10": _try_10}
 
 
 NO_ANSWER = "NO ANSWER YET: add one to graphcourse/authoring/instructor.py (TRY_ANSWERS), then run make instructor."

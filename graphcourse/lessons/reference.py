@@ -93,3 +93,40 @@ def serving_label(sec: dict[str, Any]) -> str:
     p = sec["provenance"]
     return (f"recorded on {p.get('gpu_name', 'an unnamed GPU')}, {str(p.get('date_utc', 'unknown date'))[:10]}, "
             f"torch {p.get('torch', '?')}")
+
+
+BEYOND_COMMAND = "NCCL_NVLS_ENABLE=0 python -m graphcourse.gpulib.bench_beyond --out data/gpu_reference.json"
+
+
+def beyond_section(name: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Lesson 10's recorded section 'beyond' (one GPU) or 'two_gpu' (NCCL on two GPUs), each with its own provenance.
+
+    A clear :class:`ReferenceDataError` when the section was never recorded (the error says which command
+    records it), or when it does not carry a provenance block.
+    """
+    if name not in ("beyond", "two_gpu"):
+        raise ReferenceDataError(f"lesson 10's sections are 'beyond' and 'two_gpu', not {name!r}.")
+    data = load_reference() if data is None else data
+    if name not in data:
+        where = "a machine with two GPUs" if name == "two_gpu" else "a GPU machine"
+        raise ReferenceDataError(
+            f"section {name!r} is not recorded yet in the GPU results: run `{BEYOND_COMMAND}` on {where} "
+            f"and commit data/gpu_reference.json."
+        )
+    found = data[name]
+    if not isinstance(found, dict) or "provenance" not in found:
+        raise ReferenceDataError(
+            f"section {name!r} of the GPU results has no provenance block, so it did not come from "
+            f"`{BEYOND_COMMAND}`: re-run it on a GPU."
+        )
+    return found
+
+
+def beyond_label(found: dict[str, Any]) -> str:
+    """'recorded on 2 x NVIDIA H200, 2026-11-30, torch 2.11.0+cu130, NCCL 2.27.3' for a section of lesson 10."""
+    p = found["provenance"]
+    names = p.get("gpu_names") or [p.get("gpu_name", "an unnamed GPU")]
+    gpus = f"{len(names)} x {names[0]}" if len(names) > 1 else str(names[0])
+    nccl = f", NCCL {p['nccl']}" if p.get("nccl") and len(names) > 1 else ""
+    return (f"recorded on {gpus}, {str(p.get('date_utc', 'unknown date'))[:10]}, torch {p.get('torch', '?')}"
+            f"{nccl} (`{p.get('command', '?')}`)")

@@ -1,0 +1,358 @@
+"""Lesson 10's helpers: toy twins drawn (DAG and stream lanes), and readers and plots of the recorded figures.
+
+No GPU and no torch needed: the recorded figures come from ``data/gpu_reference.json`` (sections
+``beyond`` and ``two_gpu`` written by ``graphcourse.gpulib.bench_beyond``); a section not recorded yet
+gives a one-line "not recorded yet" instead of a figure.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from toygraph import ToyDevice
+from toygraph.streams import StreamGraph
+
+from ..errors import ReferenceDataError, ReferenceDataMissingError
+from .palette import COLORS, install_alt_text
+from .reference import BEYOND_COMMAND, beyond_label, beyond_section, load_reference
+
+install_alt_text()
+
+__all__ = [
+    "allreduce_lines",
+    "capture_mode_lines",
+    "draw_stream_graph",
+    "generator_lines",
+    "plot_allreduce",
+    "plot_losses",
+    "recorded",
+    "stream_lines",
+    "toy_fork_join",
+    "training_lines",
+    "trap_lines",
+]
+
+
+def recorded(name: str, data: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str]:
+    """``(section, label)``: the recorded section and where it was measured, or ``(None, 'not recorded yet ...')``."""
+    try:
+        found = beyond_section(name, data if data is not None else load_reference())
+    except (ReferenceDataError, ReferenceDataMissingError) as exc:
+        return None, f"not recorded yet: {exc}"
+    return found, beyond_label(found)
+
+
+def _part(section: dict[str, Any] | None, key: str) -> tuple[dict[str, Any] | None, str | None]:
+    """One part of a section, or the reason it is absent (not recorded, or the error the benchmark wrote down)."""
+    if section is None:
+        return None, f"not recorded yet (run `{BEYOND_COMMAND}` on a GPU machine)"
+    part = section.get(key)
+    if part is None:
+        return None, f"not recorded yet: the section has no {key!r} part"
+    if isinstance(part, dict) and set(part) == {"error"}:
+        return None, f"the benchmark could not record it: {part['error']}"
+    return part, None
+
+
+# --------------------------------------------------------------------------- toy twin: two streams
+
+
+def toy_fork_join(join: bool = True, left_us: tuple[float, ...] = (6.0, 6.0), right_us: tuple[float, ...] = (9.0,),
+                  device: ToyDevice | None = None) -> tuple[StreamGraph, Any]:
+    """The toy twin of a fork/join capture: embed -> (left on main, right on side) -> sum on main.
+
+    With ``join=False`` the capture ends without ``main.wait_stream(side)``, and the toy raises as CUDA does
+    (cudaErrorStreamCaptureUnjoined).
+    """
+    dev = device or ToyDevice()
+    sg = StreamGraph(dev, name="fork/join" if join else "no join")
+    x = dev.tensor([1.0, 2.0, 3.0])
+    main, side = sg.main, sg.stream("side")
+    with sg.capture():
+        h = main.launch(lambda v: [a * 2 for a in v], x, name="embed", kernel_us=2.0)
+        side.wait_stream(main)                               # fork
+        a = b = h
+        for i, us in enumerate(left_us):
+            a = main.launch(lambda v: [t + 1 for t in v], a, name=f"left{i}", kernel_us=us)
+        for i, us in enumerate(right_us):
+            b = side.launch(lambda v: [t * 3 for t in v], b, name=f"right{i}", kernel_us=us)
+        if join:
+            main.wait_stream(side)                           # join
+            out = main.launch(lambda p, q: [i + j for i, j in zip(p, q)], a, b, name="sum", kernel_us=2.0)
+        else:
+            out = b
+    return sg, out
+
+
+def draw_stream_graph(sg: StreamGraph, title: str = "") -> Figure:
+    """The toy graph's DAG (left: nodes by depth, one row per stream) and its last replay's GPU lanes (right)."""
+    nodes = sg.graph.nodes
+    ancestors_depth: dict[int, int] = {}
+    for node in nodes:
+        deps = sg.deps.get(id(node), ())
+        ancestors_depth[id(node)] = 1 + max((ancestors_depth[d] for d in deps), default=0)
+    streams = sorted({sg.stream_of.get(id(n), sg.main_name) for n in nodes}, key=lambda s: s != sg.main_name)
+    row = {s: -i for i, s in enumerate(streams)}
+    pos = {id(n): (ancestors_depth[id(n)], row[sg.stream_of.get(id(n), sg.main_name)]) for n in nodes}
+    fig, (dag, lanes) = plt.subplots(1, 2, figsize=(11, 2.6), gridspec_kw={"width_ratios": [1, 1.3]})
+    for node in nodes:
+        x1, y1 = pos[id(node)]
+        for d in sg.deps.get(id(node), ()):
+            x0, y0 = pos[d]
+            dag.annotate("", (x1 - 0.18, y1), (x0 + 0.18, y0),
+                         arrowprops={"arrowstyle": "->", "color": "#555555", "lw": 1.0})
+    for node in nodes:
+        x, y = pos[id(node)]
+        dag.text(x, y, node.name, ha="center", va="center", fontsize=8,
+                 bbox={"boxstyle": "round", "facecolor": COLORS["kernel"], "alpha": 0.35, "edgecolor": "#333333"})
+    dag.set_yticks(list(row.values()), [f"stream {s}" for s in row])
+    dag.set_xticks([])
+    dag.set_xlim(0.4, max((p[0] for p in pos.values()), default=1) + 0.6)
+    dag.set_ylim(min(row.values()) - 0.6, 0.6)
+    dag.set_title(f"{title}: {len(nodes)} nodes, {sum(len(v) for v in sg.deps.values())} edges", fontsize=10,
+                  loc="left")
+    events = [e for e in sg.device.timeline.events if e.lane.startswith("gpu:")]
+    lane_names = sorted({e.lane for e in events}, key=lambda s: s != f"gpu:{sg.main_name}")
+    for i, lane in enumerate(lane_names):
+        bars = [(e.start_us, e.duration_us) for e in events if e.lane == lane]
+        lanes.broken_barh(bars, (-i - 0.35, 0.7), facecolors=COLORS["kernel"], edgecolors="white")
+        for e in events:
+            if e.lane == lane:
+                lanes.text(e.start_us + e.duration_us / 2, -i, e.label, ha="center", va="center", fontsize=7)
+    lanes.set_yticks([-i for i in range(len(lane_names))], lane_names)
+    lanes.set_xlabel("time (µs, toy prices)")
+    lanes.set_title(f"last replay: {sg.last_replay_us:.0f} µs of GPU time, {sg.serial_us:.0f} µs one after another",
+                    fontsize=10, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- recorded figures, as lines
+
+
+def _pm(row: dict[str, Any], key: str, fmt: str = ".1f") -> str:
+    lo, hi = row.get(f"{key}_min"), row.get(f"{key}_max")
+    spread = f" ({lo:{fmt}}–{hi:{fmt}})" if lo is not None and hi is not None else ""
+    return f"{row[key]:{fmt}}{spread}"
+
+
+def stream_lines(section: dict[str, Any] | None) -> str:
+    """The recorded fork/join graph: its shape, its replay time against one stream, the unjoined fork's error."""
+    part, why = _part(section, "streams")
+    if part is None:
+        return f"fork/join graph: {why}"
+    out = [f"work: {part['work']}"]
+    for key, label in (("two_streams", "two streams (fork/join)"), ("one_stream", "one stream")):
+        row, shape = part[key], part[key]["shape"] or {}
+        where = (f"{shape.get('nodes')} nodes, {shape.get('edges')} edges, {shape.get('kernels')} kernels, "
+                 f"longest chain {shape.get('longest_path')}, widest level {shape.get('widest_level')}"
+                 if "nodes" in shape else f"shape not read: {shape.get('error', 'no dump')}")
+        out.append(f"{label:<24} replay {_pm(row, 'replay_us')} µs; {where}")
+    out.append(f"one stream / two streams: {_pm(part, 'one_over_two', '.2f')}x (median, min–max over repeats)")
+    unjoined, why = _part(section, "unjoined")
+    out.append("fork without join: " + (why if unjoined is None else
+                                        f"exit {unjoined['returncode']}, " + " | ".join(unjoined["errors"])))
+    return "\n".join(out)
+
+
+def generator_lines(section: dict[str, Any] | None) -> str:
+    """Dropout replays, replay-vs-eager sequence, and registered vs unregistered generators as recorded."""
+    part, why = _part(section, "rng")
+    if part is None:
+        return f"random numbers in a graph: {why}"
+    d, seq = part["dropout"], part["sequence"]
+    out = [f"register_generator_state present: {part['has_register_generator_state']}",
+           f"dropout p={d['p']} on {d['n']:,} ones, {d['replays']} replays: dropped fractions "
+           f"{[round(f, 4) for f in d['dropped_fraction']]} (eager: {[round(f, 4) for f in d['eager_dropped_fraction']]}),"
+           f" kept values {d['values']}, replays all differ: {d['replays_differ']}",
+           f"after the same manual_seed, replay k equals eager call k: {seq['replay_equals_eager']}; "
+           f"offsets eager {seq['eager_offsets']}, replay {seq['replay_offsets']}"]
+    for name, g in part["generators"].items():
+        res = g.get("result")
+        what = (f"replays differ: {res['replays_differ']}, offset after 3 replays {res['offset_after']}" if res
+                else "error: " + (g["errors"][-1] if g["errors"] else f"exit {g['returncode']}"))
+        out.append(f"{name + ' generator:':<24} {what}")
+    return "\n".join(out)
+
+
+def capture_mode_lines(section: dict[str, Any] | None) -> str:
+    """The recorded matrix: capture_error_mode x where the unsafe cudaMalloc happened."""
+    part, why = _part(section, "capture_modes")
+    if part is None:
+        return f"capture_error_mode: {why}"
+    out = []
+    for mode, row in part.items():
+        for where, cell in row.items():
+            out.append(f"{mode:<13} {where:<13} cudaMalloc: {cell['unsafe_call'][:70]}")
+            out.append(f"{'':<27} capture:    {cell['capture'][:70]}")
+    return "\n".join(out)
+
+
+def training_lines(section: dict[str, Any] | None) -> str:
+    """Per-step times, speed-ups and loss agreement of the recorded training step."""
+    t, why = _part(section, "training")
+    if t is None:
+        return f"training step: {why}"
+    c = t["config"]
+    out = [f"MLP {c['depth']} x {c['width']}, batch {c['batch']}, dropout {c['dropout']}, AdamW; "
+           f"{t.get('kernels_per_eager_step')} kernels per eager step",
+           f"eager                  {_pm(t, 'eager_step_us')} µs/step",
+           f"whole step as a graph  {_pm(t, 'graph_step_us')} µs/step  speed-up {_pm(t, 'graph_speedup', '.2f')}x",
+           f"make_graphed_callables {_pm(t, 'partial_step_us')} µs/step  speed-up {_pm(t, 'partial_speedup', '.2f')}x",
+           f"bf16 autocast: eager {_pm(t, 'eager_bf16_step_us')}, graph {_pm(t, 'graph_bf16_step_us')} µs/step, "
+           f"speed-up {_pm(t, 'graph_bf16_speedup', '.2f')}x",
+           f"largest relative loss difference over {c['steps']} steps: "
+           + ", ".join(f"{k} {v:.1e}" for k, v in t["max_rel_diff"].items()),
+           f"make_graphed_callables under autocast with its cache on: {t['autocast_cache_refusal']}"]
+    step = t.get("noncapturable_step")
+    if step:
+        out.append("AdamW without capturable=True, step() captured: "
+                   + (f"exit {step['returncode']}, {step['errors'][-1]}" if step["errors"] else "captured"))
+    return "\n".join(out)
+
+
+def plot_losses(section: dict[str, Any] | None, live: dict[str, list[float]] | None = None) -> Figure | None:
+    """Loss per step: recorded eager / whole-step graph / partial graph, plus any live curves; None without any."""
+    t, _ = _part(section, "training")
+    curves = dict(t["losses"]) if t else {}
+    for name, values in (live or {}).items():
+        curves[f"{name} (live, this machine)"] = values
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 3))
+    styles = ["-", "--", ":", "-.", (0, (1, 3)), (0, (5, 1))]
+    for i, (name, values) in enumerate(curves.items()):
+        ax.plot(range(1, len(values) + 1), values, linestyle=styles[i % len(styles)], label=name, linewidth=1.4)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("MSE loss")
+    ax.set_title("the same training run, eager and graphed", fontsize=10, loc="left")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def allreduce_lines(section: dict[str, Any] | None) -> str:
+    """Sums checked on both ranks and µs per all-reduce, eager and replayed from a graph, per size."""
+    part, why = _part(section, "allreduce")
+    if part is None:
+        return f"all-reduce on two GPUs: {why}"
+    out = []
+    for r in part["ranks"]:
+        if "error" in r:
+            out.append(f"rank {r['rank']}: error {r['error']}")
+        else:
+            out.append(f"rank {r['rank']}: eager sum right: {r.get('eager_sum_ok')}, sum replayed from a graph "
+                       f"right: {r.get('graph_sum_ok')} (got {r.get('graph_sums')}, expected {r.get('expected_sum')})")
+    for row in part["ranks"][0].get("rows", []):
+        out.append(f"{row['bytes'] / 1024:8.0f} KiB: eager {_pm(row, 'eager_us')} µs, in a graph "
+                   f"{_pm(row, 'graph_us')} µs, ratio {_pm(row, 'speedup', '.2f')}x")
+    return "\n".join(out)
+
+
+def plot_allreduce(section: dict[str, Any] | None) -> Figure | None:
+    """µs per all-reduce against message size, eager and in a graph, with min–max bars; None if not recorded."""
+    part, _ = _part(section, "allreduce")
+    rows = part["ranks"][0].get("rows", []) if part else []
+    if not rows or "graph_us" not in rows[0]:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3))
+    sizes = [r["bytes"] / 1024 for r in rows]
+    for key, label, marker in (("eager_us", "eager all_reduce", "o"), ("graph_us", "replayed from a graph", "s")):
+        mid = [r[key] for r in rows]
+        err = [[m - r[f"{key}_min"] for m, r in zip(mid, rows)], [r[f"{key}_max"] - m for m, r in zip(mid, rows)]]
+        ax.errorbar(sizes, mid, yerr=err, marker=marker, capsize=3, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("message size (KiB)")
+    ax.set_ylabel("µs per all-reduce")
+    ax.set_title("NCCL all-reduce across two GPUs (rank 0's timing)", fontsize=10, loc="left")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def trap_lines(section: dict[str, Any] | None) -> str:
+    """The recorded side-stream trap, its two fixes, and the cached default capture stream."""
+    part, why = _part(section, "trap")
+    if part is None:
+        return f"two-GPU side-stream trap: {why}"
+    out = []
+    for name, r in part.items():
+        res = r.get("result") or {}
+        if r["returncode"] == 0:
+            what = "ran, replay gives " + str(res.get("replay_value", "?")) if "replay_value" in res else "ran"
+            if "expected_value" in res:
+                what += f" (right answer {res['expected_value']}); warnings: {res.get('warnings') or 'none'}"
+        else:
+            what = "failed: " + " | ".join(r["errors"][-2:])
+        out.append(f"{name:<22} {what[:160]}")
+    return "\n".join(out)
+
+
+def live_or_note(run: Callable[[], str], gpu: bool, note: str = "no CUDA GPU here: the recorded figures above stand in") -> str:
+    """Run a live GPU demonstration if there is a GPU, else the note."""
+    return run() if gpu else note
+
+
+# --------------------------------------------------------------------------- answers to "Things to try" (instructor kit)
+
+
+def try_answer(item: str) -> str | None:
+    """The computed answer to one of lesson 10's "Things to try" items, or None for an item it does not know."""
+    import toygraph as tg
+    from toygraph.rng import ToyGenerator, rand
+
+    if "right_us" in item:
+        sg, _ = toy_fork_join(right_us=(20.0,))
+        sg.replay()
+        base, _ = toy_fork_join()
+        base.replay()
+        return (f"With the side branch at 20 µs the replay takes {sg.last_replay_us:.0f} µs (it took "
+                f"{base.last_replay_us:.0f} µs with 9 µs): the longer branch sets the length, embed + 20 + sum; the "
+                f"main branch's {6 + 6:.0f} µs now hide inside it. One stream would take {sg.serial_us:.0f} µs.")
+    if "rand(gen, 5)" in item:
+        dev = tg.ToyDevice()
+        gen = ToyGenerator(dev, seed=1)
+        g = tg.ToyGraph(dev)
+        with tg.graph(g):
+            rand(gen, 2)
+            rand(gen, 5)
+        offsets = []
+        for _ in range(3):
+            g.replay()
+            offsets.append(gen.offset)
+        return (f"Each replay moves the offset on by {gen.whole_graph_increment(g)} (offsets after three replays: "
+                f"{offsets}): the whole-graph increment is the sum of what the captured kernels draw, 2 + 5; the "
+                f"second kernel starts 2 numbers into the replay's share. (PyTorch counts per-thread Philox offsets, "
+                f"each kernel's rounded up to a multiple of 4, not values.)")
+    if "another graph" in item:
+        dev = tg.ToyDevice()
+        mine = ToyGenerator(dev, seed=3, default=False)
+        g1, g2 = tg.ToyGraph(dev, name="g1"), tg.ToyGraph(dev, name="g2")
+        mine.register(g1)
+        with tg.graph(g1):
+            rand(mine, 4)
+        try:
+            with tg.graph(g2):
+                rand(mine, 4)
+            outcome = "captured"
+        except tg.CaptureError:
+            outcome = "refused with CaptureError"
+        g1.replay()
+        return (f"The capture of g2 is {outcome}: registration is per graph (PyTorch keeps the set of registered "
+                f"graphs per generator state). g1 still replays and moves the offset on by "
+                f"{mine.whole_graph_increment(g1)} per replay (now {mine.offset}). Register the generator with "
+                f"every graph that draws from it.")
+    if "rng_seed=5" in item:
+        from ..gpulib.beyond import TrainConfig, train_eager
+
+        config = TrainConfig(steps=10)
+        a, b = train_eager(config), train_eager(config, rng_seed=5)
+        differ = sum(x != y for x, y in zip(a, b))
+        worst = max(abs(x - y) for x, y in zip(a, b))
+        return (f"{differ} of {config.steps} losses differ, from the first step on (largest difference "
+                f"{worst:.4f}): the weights and data are the same, only the dropout masks change with the seed. "
+                f"That is why the graphed run is compared with an eager run after the same `torch.manual_seed`.")
+    return None
