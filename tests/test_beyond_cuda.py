@@ -75,10 +75,15 @@ def _rel(a, b):
 
 def test_a_whole_training_step_in_a_graph_follows_the_eager_loss_curve():
     config = beyond.TrainConfig(steps=20)
+    eager_capturable = beyond.train_eager(config, "cuda", capturable=True)
     eager = beyond.train_eager(config, "cuda")
     graphed = beyond.WholeStepGraph(config).train()
     assert len(graphed) == 20 and graphed[-1] < graphed[0]
-    assert _rel(eager, graphed) < 1e-3
+    # the same optimizer arithmetic (AdamW capturable=True, bias corrections computed on the device)
+    assert _rel(eager_capturable, graphed) < 1e-3
+    # against the default AdamW (bias corrections as Python floats) the curves drift apart slowly: on the
+    # H200 the largest relative difference over 20 steps was 1.4e-3
+    assert _rel(eager, graphed) < 1e-2
 
 
 def test_make_graphed_callables_follows_the_eager_loss_curve():

@@ -86,21 +86,36 @@ def bench_streams(repeats: int) -> dict[str, Any]:
     from .graphs import cuda_time_us
     from .beyond import fork_join
 
-    two = fork_join(two_streams=True)
-    one = fork_join(two_streams=False)
+    two = fork_join(two_streams=True, debug=False)      # timed graphs: no debug mode
+    one = fork_join(two_streams=False, debug=False)
     samples: dict[str, list[float]] = {"two_streams": [], "one_stream": []}
     for _ in range(repeats):
         samples["two_streams"].append(cuda_time_us(two["graph"].replay, iters=200, warmup=10))
         samples["one_stream"].append(cuda_time_us(one["graph"].replay, iters=200, warmup=10))
     return {
         "work": "tanh, then two chains of 4 x (256x256 matmul, tanh), then their sum; float32",
-        "two_streams": {"shape": two["shape"], "matches_eager": two["matches_eager"],
+        "two_streams": {"shape": _shape_in_child(True), "matches_eager": two["matches_eager"],
                         **summarise("replay_us", samples["two_streams"])},
-        "one_stream": {"shape": one["shape"], "matches_eager": one["matches_eager"],
+        "one_stream": {"shape": _shape_in_child(False), "matches_eager": one["matches_eager"],
                        **summarise("replay_us", samples["one_stream"])},
         **ratio_summary("one_over_two", samples["one_stream"], samples["two_streams"]),
         "repeats": repeats,
     }
+
+
+def streams_shape(two_streams: bool) -> Any:
+    """The fork/join graph's shape from its DOT dump (debug mode), for the child of _shape_in_child."""
+    from .beyond import fork_join
+
+    return fork_join(two_streams=two_streams, debug=True)["shape"]
+
+
+def _shape_in_child(two_streams: bool) -> Any:
+    """The shape, read in its own process: the dump is the one debug-mode step, kept apart from the timing."""
+    try:
+        return _in_child(f"bench_beyond:streams_shape({two_streams})", timeout_s=120)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
 
 
 def bench_unjoined() -> dict[str, Any]:
@@ -162,18 +177,38 @@ def bench_training(repeats: int, quick: bool) -> dict[str, Any]:
     return out
 
 
-def run_beyond(argv: Sequence[str], quick: bool) -> dict[str, Any]:
-    """The one-GPU section."""
-    from .beyond import capture_mode_matrix
+def _in_child(call: str, timeout_s: float = 240.0) -> dict[str, Any]:
+    """Run ``graphcourse.gpulib.<call>`` in a fresh Python and return its JSON result.
 
+    Each part of the one-GPU section runs in its own process: on the H200 an illegal memory access in
+    one part (the first run lost the random-number and training parts to one raised in the streams part)
+    leaves the CUDA context unusable for the rest of its process, so no part may share a process.
+    """
+    from ..lessons.child import run_snippet
+
+    module, func = call.split(":")
+    done = run_snippet(f"""
+import json
+from graphcourse.gpulib.{module} import {func.split("(")[0]}
+print("RESULT " + json.dumps({func}))
+""", timeout_s=timeout_s)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    if done.ok and lines:
+        return json.loads(lines[-1][len("RESULT "):])
+    raise RuntimeError(done.error or f"the child printed no result (exit code {done.returncode})")
+
+
+def run_beyond(argv: Sequence[str], quick: bool) -> dict[str, Any]:
+    """The one-GPU section: each part in its own child process (see _in_child)."""
     start = time.perf_counter()
     repeats = 3 if quick else 7
     data: dict[str, Any] = {"provenance": provenance(argv, gpus=1)}
-    data["streams"] = _guard("streams", bench_streams, repeats)
+    data["streams"] = _guard("streams", _in_child, f"bench_beyond:bench_streams({repeats})")
     data["unjoined"] = _guard("unjoined fork", bench_unjoined)
-    data["rng"] = _guard("random numbers", bench_rng)
-    data["capture_modes"] = _guard("capture modes", capture_mode_matrix)
-    data["training"] = _guard("training step", bench_training, 3 if quick else 5, quick)
+    data["rng"] = _guard("random numbers", _in_child, "bench_beyond:bench_rng()")
+    data["capture_modes"] = _guard("capture modes", _in_child, "beyond:capture_mode_matrix()")
+    data["training"] = _guard("training step", _in_child,
+                              f"bench_beyond:bench_training({3 if quick else 5}, {quick})")
     data["elapsed_s"] = time.perf_counter() - start
     return data
 
