@@ -555,7 +555,7 @@ class WholeStepGraph:
     def train(self, rng_seed: int = 123) -> list[float]:
         """The loss of each step over the config's batches (seeded as :func:`train_eager`)."""
         torch.manual_seed(rng_seed)
-        losses = [self.step(x, y).clone() for x, y in make_batches(self.config, "cuda")]
+        losses = [self.step(x, y).detach().clone() for x, y in make_batches(self.config, "cuda")]
         return [float(v) for v in torch.stack(losses).cpu()]
 
 
