@@ -1,6 +1,6 @@
 # misconception: the step can check `done` in Python while capturing
 # source: lesson 08 (a host read of a device value is a sync, refused during capture)
-# targets: tokens one_launch_per_k_tokens no_sync_in_replay
+# targets: tokens one_launch_per_k_tokens no_sync_in_replay finished_and_restarted
 def capture_k_steps(dev, tok, done, k):
     out = dev.tensor([EOS] * k)
     g = tg.ToyGraph(dev, name=f"{k} decode steps")

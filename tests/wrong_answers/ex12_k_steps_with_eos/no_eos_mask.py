@@ -1,6 +1,6 @@
 # misconception: once captured, a finished sequence stops by itself
 # source: lesson 08, "End-of-sequence on the device"
-# targets: tokens
+# targets: tokens finished_and_restarted
 def capture_k_steps(dev, tok, done, k):
     out = dev.tensor([EOS] * k)
     g = tg.ToyGraph(dev, name=f"{k} decode steps")

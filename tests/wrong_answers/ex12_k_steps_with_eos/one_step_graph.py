@@ -1,6 +1,6 @@
 # misconception: K steps per graph means replaying a one-step graph K times
 # source: lesson 08, "K decode steps in one graph"
-# targets: tokens one_launch_per_k_tokens
+# targets: tokens one_launch_per_k_tokens finished_and_restarted
 def capture_k_steps(dev, tok, done, k):
     out = dev.tensor([EOS])
     g = tg.ToyGraph(dev, name="one decode step")
