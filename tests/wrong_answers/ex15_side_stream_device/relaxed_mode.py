@@ -1,5 +1,5 @@
 # misconception: capture_error_mode="relaxed" fixes "operation not permitted when stream is capturing"
-# source: torch.cuda.graph's docs ("Do NOT change this setting unless you're familiar with cudaStreamCaptureMode"); pytorch/pytorch#87894
+# source: torch.cuda.graph docs ("Do NOT change this setting unless ..."); pytorch/pytorch#87894
 # targets: captures_on_device replays_compute
 def capture_on(device, step, example, warmup=2):
     import torch
