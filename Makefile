@@ -55,7 +55,7 @@ browser: setup
 exercises: setup
 	$(PY) -m graphcourse.build_exercises --execute
 
-# Your own copy of the exercises in my-work/ (made once, never overwritten; new exercises merged in).
+# Your own copy of every exercise notebook in my-work/ (made once, never overwritten; new exercises merged in).
 my-exercises: $(LAB_STAMP)
 	$(PY) -m graphcourse.mycopy
 
@@ -154,11 +154,13 @@ lite-build: $(STAMP) $(LITE_STAMP)
 lite: lite-build
 	$(PY) -m graphcourse.lite --out build/lite --no-build --port $(LITE_PORT)
 
-# Self-check one exercise notebook (nbval runs it; each check is named exercise/check, with a summary):
-#   make check NB=my-work/06_exercises.ipynb
-NB ?= my-work/06_exercises.ipynb
+# Self-check your exercise notebooks (nbval runs each in its own kernel; each check is named exercise/check,
+# with a summary): `make check` checks every copy `make my-exercises` made (my-work/06_exercises.ipynb,
+# my-work/07_compile_and_control_flow.ipynb, ...); one of them: make check NB=my-work/06_exercises.ipynb
+NB ?= $(wildcard $(patsubst exercises/%,my-work/%,$(wildcard exercises/*.ipynb)))
 .PHONY: check
 check: setup
+	@if [ -z "$(strip $(NB))" ]; then echo "no exercise notebooks in my-work/: run make my-exercises first (or give NB=path/to/notebook.ipynb)"; exit 2; fi
 	$(PY) -m pytest -v --no-header -p graphcourse.selfcheck -p no:randomly -p no:cacheprovider --nbval-lax --nbval-current-env $(NB)
 
 # Grade a class, each learner confined (bubblewrap; see docs/grading.md): sudo make grade CLASS=path/to/class

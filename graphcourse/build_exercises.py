@@ -390,13 +390,22 @@ def stale(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR) ->
     return problems
 
 
-def execute_solutions(solutions_dir: Path = SOLUTIONS_DIR, timeout_s: int = 600) -> list[Path]:
-    """Stamp the cell metadata into each solutions notebook and run it in place with nbclient (outputs stored)."""
+def execute_solutions(solutions_dir: Path = SOLUTIONS_DIR, timeout_s: int = 600,
+                      only: list[str] | None = None) -> list[Path]:
+    """Stamp the cell metadata into each solutions notebook (or those named in `only`) and run it in place with
+    nbclient (outputs stored)."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     changed = []
-    for path in solution_paths(solutions_dir):
+    paths = solution_paths(solutions_dir)
+    if only:
+        unknown = sorted(set(only) - {p.name for p in paths})
+        if unknown:
+            raise ExerciseSourceError(f"--only {', '.join(unknown)}: no such solutions notebook in {solutions_dir} "
+                                      f"(there: {', '.join(p.name for p in paths)})")
+        paths = [p for p in paths if p.name in only]
+    for path in paths:
         before = path.read_text(encoding="utf-8")
         nb = strip_outputs(annotate(nbformat.read(path, as_version=4), path.name))
         nb.metadata.setdefault("kernelspec", {}).update({"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"})
@@ -420,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m graphcourse.build_exercises", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when exercises/ differs from what would be written")
     parser.add_argument("--execute", action="store_true", help="first run solutions/ in place with nbclient (stores their outputs)")
+    parser.add_argument("--only", action="append", default=[], metavar="NOTEBOOK",
+                        help="with --execute: run only this solutions notebook (its file name; repeat for more)")
     parser.add_argument("--force", action="store_true", help="overwrite copies in the output folder even if they hold a learner's work")
     parser.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR, help="the single source (default: solutions/)")
     parser.add_argument("--out", type=Path, default=EXERCISES_DIR, help="where the learner copies go (default: exercises/)")
@@ -438,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.out} is up to date with {args.solutions}")
             return 0
         if args.execute:
-            for p in execute_solutions(args.solutions):
+            for p in execute_solutions(args.solutions, only=args.only or None):
                 print(f"executed and updated {p}")
         changed = build(args.solutions, args.out, force=args.force)
         for p in changed:

@@ -37,8 +37,8 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "docs" / "instructor"
 TIMINGS = KIT / "timings.json"
-SOLUTIONS = ROOT / "solutions" / "06_exercises.ipynb"
-EXERCISES = ROOT / "exercises" / "06_exercises.ipynb"
+SOLUTIONS_DIR = ROOT / "solutions"
+EXERCISES_DIR = ROOT / "exercises"
 
 # The pace model (minutes), stated in the plan itself.
 READ_WPM = 200          # a learner reads technical prose at about 200 words a minute
@@ -63,6 +63,8 @@ EXERCISE_AFTER = {
     "ex08_padded_kv": "05",
     "ex09_graphed_aliasing": "03",
     "ex10_baked_values": "06",
+    "ex11_keep_compiled_outputs": "07",
+    "ex12_k_steps_with_eos": "08",
 }
 # What moves out of the room (to before the workshop, or to homework) while the plan is over
 # budget, in this order. Once it fits, what moved out is offered back, last moved first, and
@@ -70,6 +72,8 @@ EXERCISE_AFTER = {
 # (exercises first, then lessons, the last first), so that new material never breaks the budget.
 MOVE_OUT = [
     ("lesson", "00", "before the workshop, with the set-up checklist"),
+    ("exercise", "ex12_k_steps_with_eos", "after the workshop, with lesson 08"),
+    ("exercise", "ex11_keep_compiled_outputs", "after the workshop, with lesson 07"),
     ("lesson", "08", "after the workshop: a follow-up session or self-study (conditional nodes, CUDA 12.4+)"),
     ("lesson", "07", "after the workshop: a follow-up session or self-study (torch.compile's reduce-overhead)"),
     ("exercise", "ex10_baked_values", "homework"),
@@ -197,6 +201,7 @@ class Exercise:
     points: int
     words: int
     solution_lines: int
+    notebook: str = "06_exercises.ipynb"  # the exercises/ notebook that holds it
 
     @property
     def minutes(self) -> float:
@@ -204,24 +209,28 @@ class Exercise:
 
 
 def read_exercises() -> list[Exercise]:
-    nb = nbformat.read(EXERCISES, as_version=4)
-    sol = nbformat.read(SOLUTIONS, as_version=4)
-    lines: dict[str, int] = {}
-    for c in sol.cells:
-        ex = c.metadata.get("graphcourse", {}).get("exercise")
-        for block in re.findall(r"### BEGIN SOLUTION[^\n]*\n(.*?)### END SOLUTION", c.source, re.DOTALL):
-            lines[ex] = lines.get(ex, 0) + sum(1 for ln in block.splitlines() if ln.strip())
-    out, current = [], None
-    for c in nb.cells:
-        m = re.match(r"^##\s+(ex\d\d_\w+):\s*(.*?)(?:\((\d+) points?\))?\s*$", c.source.splitlines()[0]) \
-            if c.cell_type == "markdown" and c.source else None
-        if m:
-            current = Exercise(m.group(1), m.group(2).strip(), int(m.group(3) or 1), 0, lines.get(m.group(1), 0))
-            out.append(current)
-        if current is not None and c.cell_type == "markdown" and not c.source.startswith("## Grading"):
-            current.words += len(re.sub(r"<details>.*?</details>", "", c.source, flags=re.DOTALL).split())
-        if c.cell_type == "markdown" and c.source.startswith("## ") and not m:
-            current = None
+    """Every exercise of every exercises/ notebook (each read beside its solutions/ source), in notebook order."""
+    out = []
+    for path in sorted(EXERCISES_DIR.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        sol = nbformat.read(SOLUTIONS_DIR / path.name, as_version=4)
+        lines: dict[str, int] = {}
+        for c in sol.cells:
+            ex = c.metadata.get("graphcourse", {}).get("exercise")
+            for block in re.findall(r"### BEGIN SOLUTION[^\n]*\n(.*?)### END SOLUTION", c.source, re.DOTALL):
+                lines[ex] = lines.get(ex, 0) + sum(1 for ln in block.splitlines() if ln.strip())
+        current = None
+        for c in nb.cells:
+            m = re.match(r"^##\s+(ex\d\d_\w+):\s*(.*?)(?:\((\d+) points?\))?\s*$", c.source.splitlines()[0]) \
+                if c.cell_type == "markdown" and c.source else None
+            if m:
+                current = Exercise(m.group(1), m.group(2).strip(), int(m.group(3) or 1), 0, lines.get(m.group(1), 0),
+                                   path.name)
+                out.append(current)
+            if current is not None and c.cell_type == "markdown" and not c.source.startswith("## Grading"):
+                current.words += len(re.sub(r"<details>.*?</details>", "", c.source, flags=re.DOTALL).split())
+            if c.cell_type == "markdown" and c.source.startswith("## ") and not m:
+                current = None
     return out
 
 
@@ -371,7 +380,7 @@ def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list
         for e in block:
             note = "" if e.id in EXERCISE_AFTER else "placed last: give it a place in EXERCISE_AFTER"
             items.append(Item("exercise", e.id, f"{e.id}: {e.title} ({e.points} points)", _m(e.minutes),
-                              note=note, link="../../exercises/06_exercises.ipynb"))
+                              note=note, link=f"../../exercises/{e.notebook}"))
     items.append(Item("wrap", "wrap", "Wrap-up: the cheat sheet, submitting, questions", WRAP_UP,
                       link="cheat-sheet.md"))
     moved: list[Item] = []
@@ -397,8 +406,9 @@ def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list
     # choose what fits: offer the exercises that moved out back, the last moved (the most wanted)
     # first; one that still fits takes its own place in the order of the day. (A lesson that moved
     # out stays out: where it goes, before or after the workshop, is a decision, not a filler.)
-    for i in reversed(list(moved)):
-        if i.kind == "exercise" and total(items + [i]) <= BUDGET:
+    in_room = {x.key for x in items if x.kind == "lesson"}
+    for i in reversed(list(moved)):  # an exercise comes back only with its lesson in the room
+        if i.kind == "exercise" and EXERCISE_AFTER.get(i.key, last) in in_room and total(items + [i]) <= BUDGET:
             moved.remove(i)
             i.note = "" if i.kind != "exercise" or i.key in EXERCISE_AFTER else \
                 "placed last: give it a place in EXERCISE_AFTER"

@@ -1,8 +1,12 @@
 """Your own copy of the graded exercises, in my-work/: made once, never overwritten.
 
-    python -m graphcourse.mycopy          # make my-work/06_exercises.ipynb (or add new exercises to it)
-    python -m graphcourse.mycopy --new    # a fresh, empty copy beside yours: my-work/06_exercises (2).ipynb
+    python -m graphcourse.mycopy          # copy every exercises/ notebook into my-work/ (or add new exercises)
+    python -m graphcourse.mycopy --new    # fresh, empty copies beside yours: my-work/06_exercises (2).ipynb, ...
     make my-exercises                     # the same as the first line
+
+Every exercise notebook of the course gets its own copy, under its own name (my-work/06_exercises.ipynb,
+my-work/07_compile_and_control_flow.ipynb, ...): hand in each one you worked on; the grader grades each
+notebook on its own, and one you did not hand in costs only its own exercises.
 
 `exercises/` is generated from `solutions/` (`make exercises`) and a course update rewrites
 it, so answers typed there can be lost. `make lab` runs this before it opens JupyterLab, so

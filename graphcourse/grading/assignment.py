@@ -145,10 +145,17 @@ def load_assignments(solutions_dir: Path) -> list[Assignment]:
     paths = solution_paths(solutions_dir)
     if not paths:
         raise GraphCourseError(f"no solutions notebooks (*.ipynb) in {solutions_dir}: nothing to grade against.")
-    out = []
+    out: list[Assignment] = []
+    seen: dict[str, str] = {}
     for p in paths:
         try:
-            out.append(load_assignment(p))
+            a = load_assignment(p)
         except (ExerciseSourceError, nbformat.ValidationError, ValueError) as exc:
             raise GraphCourseError(f"the solutions notebook {p.name} cannot be graded against: {exc}") from None
+        for ex in a.exercises:  # a learner's answer is found by its exercise id: one id, one notebook
+            if ex.id in seen:
+                raise GraphCourseError(f"exercise id {ex.id} is used in both {seen[ex.id]} and {p.name}: ids must be "
+                                       "unique across solutions/ (rename one, before any learner has a copy)")
+            seen[ex.id] = p.name
+        out.append(a)
     return out

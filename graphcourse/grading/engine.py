@@ -24,7 +24,8 @@ from ..build_exercises import ROOT
 from ..errors import GraphCourseError
 from . import reports
 from .assignment import Assignment, Exercise, load_assignments
-from .notebooks import InvalidNotebook, Learner, LearnerNotebook, discover, find_answer, read_learner
+from .notebooks import (InvalidNotebook, Learner, LearnerNotebook, _copy_name, defined_names, discover, find_answer,
+                        read_learner)
 from .runner import ExerciseRun, Limits, Session, run_exercise
 from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, UidPool, detect
 from .scan import scan
@@ -122,15 +123,37 @@ class Grader:
         return self._assignment_for(nb, lone=False)
 
     def _assignment_for(self, nb: LearnerNotebook, lone: bool) -> str | None:
+        """Which solutions notebook a learner's notebook is a copy of, whatever the learner named the file.
+
+        In order: the builder's stamp (metadata graphcourse.source); the exercise ids in its cells (metadata, tags,
+        cell ids: a copy renamed, or its cells pasted into another notebook); the file name (also '... (1).ipynb',
+        '-Copy1'); the answer names its code cells define (a notebook rebuilt by hand); with one solutions notebook,
+        a learner's only notebook."""
         names = {a.name for a in self.assignments}
         if nb.source_name in names:
             return nb.source_name
-        if nb.path.name in names:
-            return nb.path.name
-        ids = {c.graphcourse.get("exercise") for c in nb.cells}
+        ids: set[str] = set()
+        for c in nb.cells:
+            if isinstance(c.graphcourse.get("exercise"), str):
+                ids.add(c.graphcourse["exercise"])
+            ids |= {t.split(":", 1)[0] for t in c.tags if ":" in t}
+            if c.id:
+                ids.add(c.id.split("-", 1)[0])
+        counts = [(len(ids & {ex.id for ex in a.exercises}), a.name) for a in self.assignments]
+        best = max(counts)
+        if best[0] and [n for n, _ in counts].count(best[0]) == 1:
+            return best[1]
         for a in self.assignments:
-            if ids & {ex.id for ex in a.exercises}:
+            if nb.path.name == a.name or _copy_name(nb.path.name, a.name):
                 return a.name
+        defined: set[str] = set()
+        for c in nb.cells:
+            if c.type == "code":
+                defined |= defined_names(c.source)
+        counts = [(len(defined & {n for ex in a.exercises for n in ex.names}), a.name) for a in self.assignments]
+        best = max(counts)
+        if best[0] and [n for n, _ in counts].count(best[0]) == 1:
+            return best[1]
         return self.assignments[0].name if lone and len(self.assignments) == 1 else None
 
     def sandbox(self, slot: int) -> Sandbox:
@@ -141,7 +164,10 @@ class Grader:
 
     def _learner_record(self, status: str, notes: list[str] | None = None) -> dict:
         return {"status": status, "total": 0, "max": sum(ex.max for a in self.assignments for ex in a.exercises),
-                "open": 0, "exercises": {}, "notes": notes or [], "files": []}
+                "open": 0, "exercises": {}, "notes": notes or [], "files": [],
+                "notebooks": {a.name: {"status": status, "file": None, "points": 0, "max": sum(ex.max for ex in a.exercises),
+                                       "open": 0, "exercises": [ex.id for ex in a.exercises]}
+                              for a in self.assignments}}
 
     def _write(self, learner: str | None = None) -> None:
         """Rewrite the reports (atomically); write this learner's feedback and Gradescope file."""
@@ -177,16 +203,16 @@ class Grader:
         generous = Limits({}, {}, given=600, floor=600)
 
         async def model_run(slot: int) -> list[tuple[str, ExerciseRun]]:
-            session = Session(self.sandbox(slot), self.modules)
             out = []
-            try:
-                for a in self.assignments:
+            for a in self.assignments:  # each notebook in kernels of its own, as a learner's
+                session = Session(self.sandbox(slot), self.modules)
+                try:
                     for ex in a.exercises:
                         checks = [c for c in ex.checks if all(n in self.available for n in c.needs)]
                         out.append((ex.id, await run_exercise(ex, ex.model, session.sandbox, generous, self.seed, checks,
                                                               trusted=True, session=session)))
-            finally:
-                await session.close()
+                finally:
+                    await session.close()
             return out
         results = await self._with_slot(model_run)
         self.model = dict(results)
@@ -253,13 +279,9 @@ class Grader:
 
     async def _grade_learner(self, learner: Learner, slot: int) -> None:
         rec = self._learner_record("graded", list(learner.notes))
-        session = Session(self.sandbox(slot), self.modules)
-        try:
-            await self._grade_learner_in(learner, slot, rec, session)
-        finally:
-            await session.close()
+        await self._grade_learner_in(learner, slot, rec)
 
-    async def _grade_learner_in(self, learner: Learner, slot: int, rec: dict, session: Session) -> None:
+    async def _grade_learner_in(self, learner: Learner, slot: int, rec: dict) -> None:
         deadline = time.monotonic() + self.options.budget
         candidates: dict[str, list[LearnerNotebook]] = {}
         broken: dict[str, list[str]] = {}
@@ -279,12 +301,18 @@ class Grader:
             rec["notes"] += nb.notes
             a = self._assignment_for(nb, lone=len(learner.files) == 1)
             if a is None:
-                rec["notes"].append(f"{f.name} is not a copy of any exercise notebook: not graded")
+                rec["notes"].append(f"{f.name} is not a copy of any exercise notebook "
+                                    f"({', '.join(x.name for x in self.assignments)}): not graded")
                 continue
+            if f.name != a and not _copy_name(f.name, a):
+                rec["notes"].append(f"{f.name} is a copy of {a} (its cells say so): graded as {a}")
             candidates.setdefault(a, []).append(nb)
         for a in self.assignments:
             found = candidates.get(a.name, [])
             nb = max(found, key=lambda n: (n.mtime, n.path.name == a.name)) if found else None
+            book = rec["notebooks"][a.name]
+            book["status"] = "graded" if nb is not None else "unreadable" if a.name in broken else "not-handed-in"
+            book["file"] = nb.path.name if nb is not None else None
             notes: list[str] = []
             if nb is not None:
                 self.chosen[(learner.name, a.name)] = nb
@@ -294,23 +322,28 @@ class Grader:
                 notes.append(f"warning: {len(found)} notebooks copy {a.name}: graded {nb.path.name!r} (the most recently "
                              f"modified), not {others}")
                 self.warnings.append(f"{learner.name}: {notes[-1][len('warning: '):]}")
-            for ex in a.exercises:
-                if nb is None:
-                    reason = (f"could not read the notebook: {broken[a.name][0]}" if a.name in broken
-                              else f"no notebook for {a.name} was handed in")
-                    mark = exercise_mark(ex, self.model[ex.id], None, available=self.available, review=[],
-                                         allowed=False, answer_notes=notes, missing=reason)
-                    if a.name in broken:
-                        mark["status"] = "error"
-                        for c in mark["checks"].values():
-                            if c["status"] == "missing":
-                                c["status"] = "error"
+            # each notebook in kernels of its own: nothing one notebook's answers leave behind reaches another's
+            session = Session(self.sandbox(slot), self.modules)
+            try:
+                for ex in a.exercises:
+                    if nb is None:
+                        if a.name in broken:
+                            mark = exercise_mark(ex, self.model[ex.id], None, available=self.available, review=[],
+                                                 allowed=False, answer_notes=notes, missing_status="error",
+                                                 missing=f"could not read the notebook: {broken[a.name][0]}")
+                        else:
+                            mark = exercise_mark(ex, self.model[ex.id], None, available=self.available, review=[],
+                                                 allowed=False, answer_notes=notes, missing_status="not-handed-in",
+                                                 missing=f"not handed in: no copy of {a.name} among this learner's "
+                                                         "notebooks")
+                        rec["exercises"][ex.id] = mark
+                        continue
+                    answer = find_answer(nb.cells, ex.id, ex.names, ex.stub, a.given, set())
+                    answer.notes = answer.notes + notes
+                    mark, _ = await self._grade_exercise(learner.name, ex, answer, slot, deadline, session)
                     rec["exercises"][ex.id] = mark
-                    continue
-                answer = find_answer(nb.cells, ex.id, ex.names, ex.stub, a.given, set())
-                answer.notes = answer.notes + notes
-                mark, _ = await self._grade_exercise(learner.name, ex, answer, slot, deadline, session)
-                rec["exercises"][ex.id] = mark
+            finally:
+                await session.close()
         self._total(rec)
         self.report["learners"][learner.name] = rec
 
@@ -318,6 +351,11 @@ class Grader:
         rec["total"] = sum(m["points"] for m in rec["exercises"].values())
         rec["max"] = sum(m["max"] for m in rec["exercises"].values())
         rec["open"] = sum(m.get("open", 0) for m in rec["exercises"].values())
+        for book in rec.get("notebooks", {}).values():
+            marks = [rec["exercises"][e] for e in book["exercises"] if e in rec["exercises"]]
+            book["points"] = sum(m["points"] for m in marks)
+            book["max"] = sum(m["max"] for m in marks)
+            book["open"] = sum(m.get("open", 0) for m in marks)
 
     async def _retry_timeouts(self, learners: list[Learner]) -> None:
         """Regrade, one at a time, every exercise that timed out; the retry's result stands."""

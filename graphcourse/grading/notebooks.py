@@ -275,11 +275,25 @@ def discover(paths: list[Path], solution_names: set[str], copy_of) -> tuple[list
     copy_of(path) -> solutions notebook name or None, used to tell one learner's copies from a flat class folder."""
     found: list[Learner] = []
     skipped: list[tuple[str, str]] = []
+    together: dict[Path, int] = {}
+    for path in paths:
+        if path.is_file() and not path.is_symlink():
+            together[path.parent.resolve()] = together.get(path.parent.resolve(), 0) + 1
     for path in paths:
         if path.is_symlink():
             skipped.append((str(path), "a symbolic link: not followed"))
             continue
         if path.is_file():
+            folder = path.parent.resolve()
+            if together.get(folder, 0) > 1:  # one learner's notebooks named one by one (06_..., 07_...)
+                same = next((l for l in found if getattr(l, "_folder", None) == folder), None)
+                if same is not None:
+                    same.files.append(path)
+                    continue
+                learner = Learner(folder.name or path.stem, [path])
+                learner._folder = folder
+                found.append(learner)
+                continue
             found.append(Learner(path.parent.name if path.name in solution_names and path.parent.name else path.stem, [path]))
             continue
         subs = []

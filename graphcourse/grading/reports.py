@@ -110,6 +110,26 @@ def exercise_ids(learners: dict) -> list[str]:
     return sorted({ex for rec in learners.values() for ex in rec.get("exercises", {})})
 
 
+def notebook_names(learners: dict) -> list[str]:
+    """The solutions notebooks the learners were graded on (each learner record's `notebooks`), in order."""
+    return sorted({nb for rec in learners.values() for nb in rec.get("notebooks", {})})
+
+
+def notebook_cell(book: dict | None) -> str:
+    """`points/max` of one notebook, or what kept it from being graded."""
+    if book is None:
+        return ""
+    if book.get("status") == "not-handed-in":
+        return f"not handed in (0/{book.get('max', 0)})"
+    if book.get("status") == "unreadable":
+        return f"unreadable (0/{book.get('max', 0)})"
+    return f"{book.get('points', 0)}/{book.get('max', 0)}" + (f" ({book['open']} open)" if book.get("open") else "")
+
+
+def _stem(name: str) -> str:
+    return name[:-6] if name.endswith(".ipynb") else name
+
+
 def to_json(report: dict) -> str:
     return json.dumps(report, indent=1, sort_keys=True, ensure_ascii=True) + "\n"
 
@@ -117,12 +137,18 @@ def to_json(report: dict) -> str:
 def to_csv(report: dict) -> str:
     learners = report["learners"]
     ids = exercise_ids(learners)
+    books = notebook_names(learners)
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_MINIMAL)
-    w.writerow(["learner", "total", "max", "not graded here", "status"] + [c for ex in ids for c in (ex, f"{ex} status")])
+    w.writerow(["learner", "total", "max", "not graded here", "status"]
+               + [c for nb in books for c in (f"{nb} points", f"{nb} max", f"{nb} status")]
+               + [c for ex in ids for c in (ex, f"{ex} status")])
     for name, rec in learners.items():
         marks = rec.get("exercises", {})
+        nbs = rec.get("notebooks", {})
         w.writerow([spreadsheet(name), rec.get("total", 0), rec.get("max", 0), rec.get("open", 0), rec.get("status", "")]
+                   + [c for nb in books for c in ((nbs[nb]["points"], nbs[nb]["max"], nbs[nb]["status"]) if nb in nbs
+                                                   else ("", "", ""))]
                    + [c for ex in ids for c in ((marks[ex]["points"], marks[ex]["status"]) if ex in marks else ("", ""))])
     return buf.getvalue()
 
@@ -131,7 +157,8 @@ def table(report: dict) -> str:
     """The terminal table: `points/max status` per exercise (`*`: some points not graded here), then the total."""
     learners = report["learners"]
     ids = exercise_ids(learners)
-    rows = [["learner"] + ids + ["total"]]
+    books = notebook_names(learners) if len(notebook_names(learners)) > 1 else []
+    rows = [["learner"] + ids + [_stem(b) for b in books] + ["total"]]
     starred = False
     for name, rec in learners.items():
         cells = []
@@ -140,9 +167,13 @@ def table(report: dict) -> str:
             if m is None:
                 cells.append("-")
                 continue
+            if m["status"] == "not-handed-in":
+                cells.append("not handed in")
+                continue
             star = "*" if m.get("open") else ""
             starred = starred or bool(star)
             cells.append(f"{m['points']}/{m['max']} {m['status']}{star}")
+        cells += [notebook_cell(rec.get("notebooks", {}).get(b)) or "-" for b in books]
         rows.append([_cut(terminal(name), 40)] + cells + [f"{rec.get('total', 0)}/{rec.get('max', 0)}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
@@ -160,14 +191,22 @@ def _cut(text: str, n: int) -> str:
 def gradescope(rec: dict) -> str:
     """Gradescope's results.json for one learner: one test per check."""
     tests = []
+    where = {ex: nb for nb, book in rec.get("notebooks", {}).items() for ex in book.get("exercises", [])}
     for ex, m in rec.get("exercises", {}).items():
         for cid, c in m.get("checks", {}).items():
-            tests.append({"name": cid, "score": c["points"], "max_score": c["max"],
-                          "status": "passed" if c["status"] == "passed" else "failed",
-                          "output": f"{c['status']}: {c['message']}" + (f" (exercise: {m['message']})" if m["status"] == "review" else ""),
-                          "visibility": "after_published" if c.get("hidden") else "visible"})
-    out = {"score": rec.get("total", 0), "output": "; ".join(rec.get("notes", [])) or "graded by graphcourse.grade",
-           "tests": tests, "visibility": "visible", "stdout_visibility": "hidden"}
+            test = {"name": cid, "score": c["points"], "max_score": c["max"],
+                    "status": "passed" if c["status"] == "passed" else "failed",
+                    "output": f"{c['status']}: {c['message']}" + (f" (exercise: {m['message']})" if m["status"] == "review" else ""),
+                    "visibility": "after_published" if c.get("hidden") else "visible"}
+            if ex in where:
+                test["tags"] = [where[ex]]
+            tests.append(test)
+    books = "; ".join(f"{nb}: {notebook_cell(book)}" for nb, book in rec.get("notebooks", {}).items())
+    out = {"score": rec.get("total", 0),
+           "output": "; ".join([books] * bool(books) + rec.get("notes", [])) or "graded by graphcourse.grade",
+           "tests": tests, "visibility": "visible", "stdout_visibility": "hidden",
+           "extra_data": {"notebooks": {nb: {k: book.get(k) for k in ("status", "points", "max", "open")}
+                                        for nb, book in rec.get("notebooks", {}).items()}}}
     return json.dumps(out, indent=1, ensure_ascii=True) + "\n"
 
 
@@ -176,9 +215,14 @@ def junit(report: dict) -> str:
     for name, rec in report["learners"].items():
         cases = [(ex, cid, c) for ex, m in rec.get("exercises", {}).items() for cid, c in m.get("checks", {}).items()]
         suite = ET.SubElement(suites, "testsuite", name=xml_text(name), tests=str(len(cases)),
-                              failures=str(sum(c["status"] in ("failed", "review", "missing") for _, _, c in cases)),
+                              failures=str(sum(c["status"] in ("failed", "review", "missing", "not-handed-in")
+                                               for _, _, c in cases)),
                               errors=str(sum(c["status"] in ("error", "timeout") for _, _, c in cases)),
                               skipped=str(sum(c["status"] == "not-graded" for _, _, c in cases)))
+        if rec.get("notebooks"):  # points per notebook, and whether it was handed in
+            props = ET.SubElement(suite, "properties")
+            for nb, book in rec["notebooks"].items():
+                ET.SubElement(props, "property", name=xml_text(f"{nb} points"), value=xml_text(notebook_cell(book)))
         for ex, cid, c in cases:
             case = ET.SubElement(suite, "testcase", classname=xml_text(f"{name}.{ex}"), name=xml_text(cid))
             status = c["status"]
@@ -196,14 +240,31 @@ def junit(report: dict) -> str:
 
 
 _STATUS_COLOUR = {"passed": "#1a7f37", "partial": "#9a6700", "failed": "#cf222e", "error": "#cf222e",
-                  "timeout": "#cf222e", "missing": "#57606a", "review": "#8250df", "not-graded": "#57606a"}
+                  "timeout": "#cf222e", "missing": "#57606a", "review": "#8250df", "not-graded": "#57606a",
+                  "not-handed-in": "#57606a"}
 
 
 def feedback_html(name: str, rec: dict, hints: dict[str, str]) -> str:
     """One learner's feedback page: each exercise's status, points, the check messages and the hint."""
     e = html.escape
     rows = []
+    where = {ex: nb for nb, book in rec.get("notebooks", {}).items() for ex in book.get("exercises", [])}
+    current = None
     for ex, m in rec.get("exercises", {}).items():
+        if where.get(ex) != current and where.get(ex) in rec.get("notebooks", {}):  # one heading per notebook
+            current = where[ex]
+            book = rec["notebooks"][current]
+            colour = "#57606a" if book.get("status") != "graded" else "#1a7f37" if book["points"] == book["max"] - book.get("open", 0) else "#9a6700"
+            rows.append(f"<h2 class='notebook'><code>{e(current)}</code> <span style='color:{colour}'>"
+                        f"{e(notebook_cell(book))}</span></h2>")
+            if book.get("status") == "not-handed-in":
+                rows.append(f"<p>Not handed in: no copy of <code>{e(current)}</code> was found among your notebooks, "
+                            f"so its exercises ({e(', '.join(book.get('exercises', [])))}) earn nothing. Hand in your copy "
+                            "of it to have them graded.</p>")
+            elif book.get("file") and book["file"] != current:
+                rows.append(f"<p>Graded from your file <code>{e(terminal(book['file']))}</code>.</p>")
+        if m["status"] == "not-handed-in":
+            continue
         colour = _STATUS_COLOUR.get(m["status"], "#57606a")
         checks = "".join(
             f"<li><code>{e(cid.split('/', 1)[-1])}</code>{' (hidden)' if c.get('hidden') else ''}: "
@@ -212,8 +273,8 @@ def feedback_html(name: str, rec: dict, hints: dict[str, str]) -> str:
             for cid, c in m.get("checks", {}).items())
         hint = hints.get(ex, "")
         rows.append(
-            f"<section><h2><code>{e(ex)}</code> <span style='color:{colour}'>{m['points']}/{m['max']} {e(m['status'])}"
-            f"</span>{' <small>(' + str(m['open']) + ' not graded here)</small>' if m.get('open') else ''}</h2>"
+            f"<section><h3><code>{e(ex)}</code> <span style='color:{colour}'>{m['points']}/{m['max']} {e(m['status'])}"
+            f"</span>{' <small>(' + str(m['open']) + ' not graded here)</small>' if m.get('open') else ''}</h3>"
             f"<p>{e(terminal(m['message']))}</p><ul>{checks}</ul>"
             + (f"<details><summary>Hint</summary><p>{e(hint)}</p></details>" if hint and m["status"] != "passed" else "")
             + "</section>")
@@ -222,7 +283,7 @@ def feedback_html(name: str, rec: dict, hints: dict[str, str]) -> str:
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
             f"<title>Feedback: {e(terminal(name))}</title><style>body{{font-family:system-ui,sans-serif;max-width:50em;"
             "margin:2em auto;padding:0 1em;line-height:1.45}section{border-top:1px solid #d0d7de;padding:.4em 0}"
-            "h2{font-size:1.1em}code{background:#f6f8fa;padding:0 .2em}</style></head><body>"
+            "h2{font-size:1.2em;margin-top:1.4em}h3{font-size:1.05em}code{background:#f6f8fa;padding:0 .2em}</style></head><body>"
             f"<h1>Feedback for {e(terminal(name))}</h1>"
             f"<p><b>{rec.get('total', 0)}/{rec.get('max', 0)}</b> points"
             + (f" ({rec['open']} not graded on this machine)" if rec.get("open") else "") + "</p>"

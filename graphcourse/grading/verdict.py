@@ -8,7 +8,7 @@ import re
 from .assignment import NEEDS, Check, Exercise
 from .runner import ExerciseRun
 
-STATUSES = ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded")
+STATUSES = ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded", "not-handed-in")
 
 
 def _num(x) -> bool:
@@ -105,6 +105,10 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
     """One exercise's mark: {points, max, open, status, message, checks, review}."""
     checks: dict[str, dict] = {}
     open_points = 0
+    if missing_status == "not-handed-in":  # the notebook holding it was not handed in: nothing open, nothing earned
+        for c in ex.checks:
+            checks[c.id] = {"points": 0, "max": c.points, "status": missing_status, "message": missing, "hidden": c.hidden}
+        return _mark(0, ex.max, 0, missing_status, missing, checks, [], answer_notes)
     for check in ex.checks:
         need = [n for n in check.needs if n not in available]
         if need:
