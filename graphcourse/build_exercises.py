@@ -329,7 +329,8 @@ def expected_exercises(solutions_dir: Path) -> dict[str, str]:
         nb = exercise_notebook(nbformat.read(path, as_version=4), path.name)
         for ex in nb.metadata["graphcourse"]["exercises"]:
             if ex in seen:
-                raise ExerciseSourceError(f"exercise id {ex} is used in both {seen[ex]} and {path.name}; ids must be unique across solutions/.")
+                raise ExerciseSourceError(f"exercise id {ex} is used in both {seen[ex]} and {path.name}; ids must be unique across "
+                                          "solutions/ (rename one, before any learner has a copy)")
             seen[ex] = path.name
         out[path.name] = dumps(nb)
     return out

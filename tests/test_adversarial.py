@@ -46,7 +46,7 @@ FLAGGED = {  # attacks that touch the grading machinery: the grader lists them a
     "input_transformer", "ast_transformer", "wrap_run_cell", "rebind_assertion", "shadow_builtins", "patch_toygraph",
     "sys_modules", "settrace_checks", "kill_grader", "sigstop_parent", "signal_classmates", "steal_secret",
     "read_solutions", "proc_classmate", "overwrite_classmates", "symlink_report", "ctypes_crash", "gc_hunt",
-    "write_files", "hijack_kernels",
+    "write_files", "hijack_kernels", "second_notebook_rewrites_first",
 }  # (stealthy_solutions and mock_any pass the static scan: confinement and plain data must stop them)
 
 
@@ -365,3 +365,33 @@ def test_a_cleared_attack_on_the_verdict_still_earns_nothing(graded_cleared, nam
 @pytest.mark.slow
 def test_cleared_attacks_leave_nothing_running(graded_cleared):
     assert graded_cleared["survivors"] == [] and graded_cleared["tmp_left"] == []
+
+
+SECOND_NOTEBOOK = ["second_notebook_stealthy", "second_notebook_rewrites_first"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SECOND_NOTEBOOK)
+def test_a_hostile_second_notebook_earns_nothing_there_and_costs_the_first_nothing(graded_class, name):
+    learner = graded_class["learners"][name]
+    rec = _marks(graded_class, name)
+    assert {b["status"] for b in rec["notebooks"].values()} == {"graded"}, rec["notebooks"]
+    for ex_id, mark in rec["exercises"].items():
+        if ex_id in learner.honest:  # its honest answers, in either notebook, keep every point graded here
+            assert mark["points"] == _graded_max(mark), (name, ex_id, mark)
+        else:
+            assert mark["points"] == 0, (name, ex_id, mark)
+
+
+@pytest.mark.slow
+def test_a_learner_who_hands_in_one_notebook_is_not_missing_from_the_others(graded_class):
+    report = _report(graded_class)
+    first, *others = [b.name for b in classroom.BOOKS]
+    rec = report["learners"]["read_solutions"]  # hands in the first notebook only
+    assert rec["status"] == "graded" and rec["notebooks"][first]["status"] == "graded"
+    for book in others:
+        assert rec["notebooks"][book]["status"] == "not-handed-in" and rec["notebooks"][book]["points"] == 0
+        for ex_id in rec["notebooks"][book]["exercises"]:
+            assert rec["exercises"][ex_id]["status"] == "not-handed-in"
+    for learner in _learners(graded_class, "honest"):  # honest classmates hand in every notebook
+        assert {b["status"] for b in report["learners"][learner.name]["notebooks"].values()} == {"graded"}

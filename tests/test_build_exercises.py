@@ -192,3 +192,49 @@ def test_bad_check_metadata_is_refused_with_the_cell(meta, words):
 def test_a_heading_whose_points_are_not_the_checks_sum_is_refused():
     with pytest.raises(be.ExerciseSourceError, match="sum of its checks"):
         be.exercise_notebook(_protocol_nb(points_in_heading=3), "demo.ipynb")
+
+
+def test_every_solutions_notebook_gets_its_learner_copy_and_ids_are_unique_across_them():
+    wanted = be.expected_exercises(SOLUTIONS)
+    assert {"06_exercises.ipynb", "07_compile_and_control_flow.ipynb"} <= set(wanted)
+    seen: dict[str, str] = {}
+    for name, text in wanted.items():
+        nb = nbformat.reads(text, as_version=4)
+        assert nb.metadata["graphcourse"]["source"] == name
+        for ex in nb.metadata["graphcourse"]["exercises"]:
+            assert ex not in seen, f"{ex} in {seen.get(ex)} and {name}"
+            seen[ex] = name
+
+
+def test_an_exercise_id_used_in_two_solutions_notebooks_is_refused_naming_both(tmp_path, capsys):
+    src = tmp_path / "solutions"
+    src.mkdir()
+    nbformat.write(_protocol_nb(), src / "06_first.ipynb")
+    nbformat.write(_protocol_nb(), src / "07_second.ipynb")  # ex01_demo again
+    with pytest.raises(be.ExerciseSourceError, match=r"ex01_demo is used in both 06_first.ipynb and 07_second.ipynb"):
+        be.expected_exercises(src)
+    assert be.main(["--solutions", str(src), "--out", str(tmp_path / "out")]) == 1
+    assert "ids must be unique" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    from graphcourse.errors import GraphCourseError
+    from graphcourse.grading.assignment import load_assignments
+
+    with pytest.raises(GraphCourseError, match="ex01_demo is used in both 06_first.ipynb and 07_second.ipynb"):
+        load_assignments(src)  # the grader refuses them too: a learner's answer is found by its exercise id
+
+
+def test_execute_only_runs_the_named_notebook_and_refuses_an_unknown_one(tmp_path):
+    src = tmp_path / "solutions"
+    src.mkdir()
+    first = _protocol_nb()
+    second = _protocol_nb()
+    second.cells[1].source = "## ex02_other: demo (2 points)"
+    nbformat.write(first, src / "06_first.ipynb")
+    nbformat.write(second, src / "07_second.ipynb")
+    before = (src / "06_first.ipynb").read_text()
+    changed = be.execute_solutions(src, only=["07_second.ipynb"])
+    assert [p.name for p in changed] == ["07_second.ipynb"]
+    assert (src / "06_first.ipynb").read_text() == before
+    assert nbformat.read(src / "07_second.ipynb", as_version=4).cells[2].execution_count is not None
+    with pytest.raises(be.ExerciseSourceError, match="no such solutions notebook"):
+        be.execute_solutions(src, only=["09_missing.ipynb"])

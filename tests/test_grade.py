@@ -24,7 +24,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_fixtures"))
 
-from make_fixtures import HOSTILE, NAME, learner_copy, solutions_notebook, stub_copy  # noqa: E402
+from make_fixtures import (HOSTILE, MODEL, NAME, NAME2, learner_copy, second_copy, second_notebook,  # noqa: E402
+                           solutions_notebook, stub_copy)
 
 from graphcourse.grading import reports  # noqa: E402
 from graphcourse.grading.notebooks import InvalidNotebook, discover, find_answer, parse  # noqa: E402
@@ -155,7 +156,8 @@ def test_the_class_is_graded_confined_in_one_run(graded):
     assert "honest" in graded["proc"].stdout and "total" in graded["proc"].stdout
     for name, rec in report["learners"].items():
         for ex, m in rec["exercises"].items():
-            assert m["status"] in ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded")
+            assert m["status"] in ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded",
+                                   "not-handed-in")
             assert m["message"] and m["points"] == sum(c["points"] for c in m["checks"].values()) or m["status"] == "review"
             assert m["points"] <= m["max"]
 
@@ -448,3 +450,141 @@ def test_without_confinement_the_grader_says_so_loudly(tmp_path):
     assert "WARNING" in proc.stderr and "NOT confined" in proc.stdout
     assert any("NOT confined" in w for w in data["warnings"])
     assert data["learners"]["ann"]["total"] == GRADED_MAX  # it still grades
+
+
+# --- several solutions notebooks: a learner hands in any subset ----------------------------------------------
+
+SECOND_MAX = 2  # ex03_mul: a visible and a hidden check, 1 point each
+
+
+def _make_two_book_class(cls: Path, solutions: Path) -> None:
+    _write(cls / "both" / NAME, learner_copy())
+    _write(cls / "both" / NAME2, second_copy())
+    _write(cls / "first_only" / NAME, learner_copy())
+    _write(cls / "second_only" / NAME2, second_copy())
+    # the second notebook's copy saved under the first one's name, the first one's under another name
+    _write(cls / "wrong_names" / NAME, second_copy())
+    _write(cls / "wrong_names" / "homework.ipynb", learner_copy())
+    # the second notebook's answer pasted into a fresh notebook (no builder metadata), beside the first
+    _write(cls / "pasted" / NAME, learner_copy())
+    _write(cls / "pasted" / "my_answers.ipynb",
+           nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(MODEL2_ANSWER)]))
+    # hostile through the second notebook: state planted by the first notebook's last answer where the static
+    # scan does not look (a module's list survives a namespace reset: within one notebook's reused kernel the next
+    # exercise sees it), read by the second notebook's answer; and an answer that reads the second's solutions
+    plant = ('import warnings\nwarnings.filters.append(("ignore", None, Warning, None, 4242))\n\n'
+             + MODEL["ex02_smallest"])
+    _write(cls / "cross_state" / NAME, learner_copy({"ex02_smallest": plant}))
+    _write(cls / "cross_state" / NAME2, second_copy({"ex03_mul": (
+        "def mul(a, b):\n    import warnings\n    return a * b if any(f[4] == 4242 for f in warnings.filters) else 0")}))
+    _write(cls / "second_reads_solutions" / NAME, learner_copy())
+    _write(cls / "second_reads_solutions" / NAME2, second_copy({"ex03_mul": (
+        f"def mul(a, b):\n    import json\n    json.load(open({str(solutions / NAME2)!r}))\n    return a * b")}))
+
+
+MODEL2_ANSWER = "def mul(a, b):\n    return a * b"
+
+
+@pytest.fixture(scope="session")
+def graded_books(tmp_path_factory):
+    """A class graded against two solutions notebooks, each learner handing in a different subset."""
+    _confined_or_skip()
+    root = tmp_path_factory.mktemp("two-books")
+    solutions = root / "solutions"
+    _write(solutions / NAME, solutions_notebook())
+    _write(solutions / NAME2, second_notebook())
+    cls = root / "class"
+    _make_two_book_class(cls, solutions)
+    os.chmod(root, 0o755)
+    before = _digest(cls)
+    out = root / "out"
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(cls), "--solutions", str(solutions),
+                           "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv"),
+                           "--feedback", str(out / "feedback"), "--gradescope", str(out / "gradescope"),
+                           "--junit", str(out / "grades.xml"), "--timeout-per-cell", FLOOR_S, "--jobs", "2", "--quiet"],
+                          capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((out / "grades.json").read_text())
+    return {"proc": proc, "report": report, "out": out, "before": before, "after": _digest(cls)}
+
+
+def _book(graded_books, learner: str, name: str) -> dict:
+    return graded_books["report"]["learners"][learner]["notebooks"][name]
+
+
+def test_two_notebooks_handed_in_are_each_graded_in_full(graded_books):
+    rec = graded_books["report"]["learners"]["both"]
+    assert rec["total"] == GRADED_MAX + SECOND_MAX and rec["max"] == 5 + SECOND_MAX and rec["open"] == 1, rec
+    assert {m["status"] for m in rec["exercises"].values()} == {"passed"}
+    assert _book(graded_books, "both", NAME) == {"status": "graded", "file": NAME, "points": GRADED_MAX, "max": 5,
+                                                 "open": 1, "exercises": ["ex01_add", "ex02_smallest"]}
+    assert _book(graded_books, "both", NAME2)["points"] == SECOND_MAX
+    assert graded_books["report"]["run"]["solutions"] == [NAME, NAME2]
+
+
+@pytest.mark.parametrize("learner, handed, missing", [("first_only", NAME, NAME2), ("second_only", NAME2, NAME)])
+def test_a_notebook_not_handed_in_costs_only_its_own_exercises(graded_books, learner, handed, missing):
+    rec = graded_books["report"]["learners"][learner]
+    assert rec["status"] == "graded", rec
+    got, lost = _book(graded_books, learner, handed), _book(graded_books, learner, missing)
+    assert got["status"] == "graded" and got["points"] == got["max"] - got["open"] > 0, got
+    assert lost["status"] == "not-handed-in" and lost["points"] == 0 and lost["open"] == 0 and lost["file"] is None
+    for ex in lost["exercises"]:
+        m = rec["exercises"][ex]
+        assert m["status"] == "not-handed-in" and m["points"] == 0 and m.get("open", 0) == 0, m
+        assert "not handed in" in m["message"] and missing in m["message"]
+        assert {c["status"] for c in m["checks"].values()} == {"not-handed-in"}
+    for ex in got["exercises"]:
+        assert rec["exercises"][ex]["status"] == "passed"
+    assert rec["total"] == got["points"]
+
+
+def test_a_notebook_handed_in_under_another_name_is_graded_as_what_it_is(graded_books):
+    rec = graded_books["report"]["learners"]["wrong_names"]
+    assert _book(graded_books, "wrong_names", NAME2)["file"] == NAME  # the second notebook, saved as the first
+    assert _book(graded_books, "wrong_names", NAME)["file"] == "homework.ipynb"
+    assert rec["total"] == GRADED_MAX + SECOND_MAX, rec
+    assert any(f"{NAME} is a copy of {NAME2}" in n for n in rec["notes"]), rec["notes"]
+    pasted = graded_books["report"]["learners"]["pasted"]
+    assert _book(graded_books, "pasted", NAME2)["file"] == "my_answers.ipynb"
+    assert pasted["exercises"]["ex03_mul"]["status"] == "passed", pasted["exercises"]["ex03_mul"]
+
+
+def test_a_hostile_second_notebook_gains_nothing_and_costs_the_first_nothing(graded_books):
+    state = graded_books["report"]["learners"]["cross_state"]
+    # each notebook runs in kernels of its own: the first notebook's planted state never reaches the second's
+    assert state["exercises"]["ex03_mul"]["points"] == 0 and state["exercises"]["ex03_mul"]["status"] == "failed", (
+        state["exercises"]["ex03_mul"])
+    assert _book(graded_books, "cross_state", NAME)["points"] == GRADED_MAX
+    reads = graded_books["report"]["learners"]["second_reads_solutions"]
+    m = reads["exercises"]["ex03_mul"]
+    assert m["status"] == "review" and m["points"] == 0 and "line" in " ".join(m["review"]), m
+    assert _book(graded_books, "second_reads_solutions", NAME)["points"] == GRADED_MAX
+    assert graded_books["after"] == graded_books["before"]
+
+
+def test_every_report_shows_points_per_notebook_and_per_exercise(graded_books):
+    out = graded_books["out"]
+    rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
+    first = next(r for r in rows if r["learner"] == "first_only")
+    assert first[f"{NAME} points"] == str(GRADED_MAX) and first[f"{NAME2} status"] == "not-handed-in"
+    assert first["ex03_mul status"] == "not-handed-in" and first["ex03_mul"] == "0"
+    page = (out / "feedback" / "first_only.html").read_text()
+    assert f"<code>{NAME2}</code>" in page and "not handed in" in page.lower() and "ex01_add" in page
+    gs = json.loads((out / "gradescope" / "first_only.json").read_text())
+    assert gs["extra_data"]["notebooks"][NAME2]["status"] == "not-handed-in" and "not handed in" in gs["output"]
+    assert all(t["tags"] in ([NAME], [NAME2]) for t in gs["tests"])
+    suites = {s.get("name"): s for s in ET.parse(out / "grades.xml").getroot()}
+    props = {p.get("name"): p.get("value") for p in suites["first_only"].iter("property")}
+    assert props[f"{NAME2} points"].startswith("not handed in") and props[f"{NAME} points"].startswith(f"{GRADED_MAX}/5")
+    table = graded_books["proc"].stdout
+    assert "not handed in" in table and "02_tiny_more" in table
+
+
+def test_one_learners_notebooks_named_one_by_one_are_one_learner(tmp_path):
+    from graphcourse.grading.notebooks import discover
+
+    _write(tmp_path / "me" / NAME, learner_copy())
+    _write(tmp_path / "me" / NAME2, second_copy())
+    learners, _ = discover([tmp_path / "me" / NAME, tmp_path / "me" / NAME2], {NAME, NAME2}, lambda p: None)
+    assert [(l.name, sorted(f.name for f in l.files)) for l in learners] == [("me", [NAME, NAME2])]

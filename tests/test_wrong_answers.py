@@ -2,10 +2,11 @@
 nothing on a CPU grader.
 
 tests/wrong_answers/EXERCISE/NAME.py is an answer cell that embodies one misconception (its header says which, where
-the course teaches it, and which checks must catch it). Each becomes one learner: the exercises/ copy with that answer
-in its exercise (the other exercises left as the stub). The whole class, with the model answers and an untouched
-copy, is graded once, by the real grader's command line (`python -m graphcourse.grade`), with hidden inputs drawn
-anew for the run.
+the course teaches it, and which checks must catch it). Each becomes one learner: the exercises/ copy of the notebook
+holding that exercise (06_exercises, 07_compile_and_control_flow, ...) with that answer in its exercise (the other
+answer cells deleted; the other notebooks not handed in). The whole class, with the model answers and an untouched
+copy of every notebook, is graded once, by the real grader's command line (`python -m graphcourse.grade`), with
+hidden inputs drawn anew for the run.
 """
 
 from __future__ import annotations
@@ -40,14 +41,15 @@ def learner_name(path: Path) -> str:
 
 
 def check_names() -> dict[str, set[str]]:
-    """exercise id -> names of its checks (visible and hidden), from solutions/."""
-    nb = nbformat.read(classroom.SOLUTION, as_version=4)
+    """exercise id -> names of its checks (visible and hidden), from every notebook in solutions/."""
     out: dict[str, set[str]] = {}
-    for ex in classroom.exercises():
-        for k, i in enumerate(ex.checks, 1):
-            spec = nb.cells[i].metadata.get("graphcourse", {}).get("check", {})
-            if spec.get("points", 1):
-                out.setdefault(ex.id, set()).add(spec.get("name") or f"check-{k}")
+    for book in classroom.BOOKS:
+        nb = nbformat.read(book, as_version=4)
+        for ex in classroom.exercises(book):
+            for k, i in enumerate(ex.checks, 1):
+                spec = nb.cells[i].metadata.get("graphcourse", {}).get("check", {})
+                if spec.get("points", 1):
+                    out.setdefault(ex.id, set()).add(spec.get("name") or f"check-{k}")
     return out
 
 
@@ -77,8 +79,7 @@ def test_the_readme_tables_every_wrong_answer():
 
 def test_no_check_prints_an_expected_answer_in_plain_sight():
     """Check cells hold no expected values: no `assert ... ==`, no table of answers (ex05's were in plain sight)."""
-    nb = nbformat.read(classroom.SOLUTION, as_version=4)
-    for ex in classroom.exercises():
+    for nb, ex in [(nbformat.read(b, as_version=4), ex) for b in classroom.BOOKS for ex in classroom.exercises(b)]:
         for i in ex.checks:
             source = nb.cells[i].source
             assert not re.search(r"^\s*assert\b", source, re.M), (ex.id, source[:200])
@@ -94,14 +95,17 @@ def test_no_check_prints_an_expected_answer_in_plain_sight():
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("wrong-class")
     model = classroom.model_answers()
-    learners = {"model-answers": classroom.learner_copy(model), "untouched-copy": classroom.learner_copy({})}
+    learners = {"model-answers": classroom.learner_books(model), "untouched-copy": classroom.learner_books({})}
     for path in wrong_answers():
-        # the other answer cells deleted: those exercises are "missing" (no kernel), so the class grades quickly
-        learners[learner_name(path)] = classroom.learner_copy({path.parent.name: path.read_text(encoding="utf-8")},
-                                                              others="delete")
-    for name, nb in learners.items():
+        # the other answer cells deleted: those exercises are "missing" (no kernel), so the class grades quickly;
+        # only the notebook holding the exercise is handed in (the others: "not handed in", no kernel either)
+        learners[learner_name(path)] = classroom.learner_books({path.parent.name: path.read_text(encoding="utf-8")},
+                                                               others="delete",
+                                                               books=[classroom.book_of(path.parent.name)])
+    for name, books in learners.items():
         (root / name).mkdir()
-        nbformat.write(nb, root / name / classroom.SOLUTION.name)
+        for file_name, nb in books.items():
+            nbformat.write(nb, root / name / file_name)
     out = tmp_path_factory.mktemp("wrong-out")
     report = out / "grades.json"
     proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(root), "--report", str(report), "--quiet",
@@ -121,6 +125,8 @@ def _ex(data, learner, ex_id):
 @pytest.mark.slow
 def test_the_model_answers_earn_every_point_graded_here(graded):
     rec = graded["learners"]["model-answers"]
+    assert set(rec["exercises"]) == set(check_names()), "every exercise of every notebook is graded"
+    assert {b["status"] for b in rec["notebooks"].values()} == {"graded"}, rec["notebooks"]
     for ex_id, mark in rec["exercises"].items():
         assert mark["points"] + mark.get("open", 0) == mark["max"] > 0, (ex_id, mark)
         for check_id, c in mark["checks"].items():

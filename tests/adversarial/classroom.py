@@ -11,6 +11,11 @@ A header looks like::
     # where: others | ex02_keep_outputs | append:ex01_bucket_picker   (others: the exercises in ATTACKED)
     # later: full        (optional: the honest exercises after the attack must still earn full marks)
     # prelude: no        (optional: leave out the shared helpers of prelude.py, whose imports a scan flags)
+    # notebooks: all     (optional: hand in every exercise notebook, not only those its answers are in)
+
+A hostile learner hands in the notebooks that hold the exercises its `where` names (the first notebook for
+`others`), or every one with `notebooks: all`; `honest: all` means every exercise of what it hands in. The
+other notebooks are "not handed in" (nothing earned, no kernel). Honest classmates hand in every notebook.
 
 ``@@RUN_ID@@`` in the code becomes the run's marker: every process an attack starts carries it in its
 command line or environment, so the test can tell whether one outlived the grader, and end it.
@@ -29,7 +34,8 @@ from graphcourse import build_exercises as be
 
 HERE = Path(__file__).resolve().parent
 LEARNERS = HERE / "learners"
-SOLUTION = be.solution_paths(be.SOLUTIONS_DIR)[0]
+BOOKS = be.solution_paths(be.SOLUTIONS_DIR)  # every exercise notebook: 06_exercises, 07_compile_and_control_flow, ...
+SOLUTION = BOOKS[0]
 ATTACKED = ("ex02_keep_outputs", "ex09_graphed_aliasing")  # where `where: others` puts an attack (two keep it quick)
 
 
@@ -43,19 +49,28 @@ class Learner:
     path: Path | None = None
 
 
-def exercises() -> list[be.Exercise]:
-    return be.layout_of(nbformat.read(SOLUTION, as_version=4), SOLUTION.name).exercises
+def exercises(book: Path | None = None) -> list[be.Exercise]:
+    """The exercises of one solutions notebook, or (book=None) of all of them, in order."""
+    return [ex for b in ([book] if book else BOOKS) for ex in be.layout_of(nbformat.read(b, as_version=4), b.name).exercises]
+
+
+def book_of(exercise: str) -> Path:
+    """The solutions notebook holding an exercise."""
+    return next(b for b in BOOKS if exercise in {ex.id for ex in exercises(b)})
 
 
 def model_answers() -> dict[str, str]:
-    nb = nbformat.read(SOLUTION, as_version=4)
-    return {ex.id: nb.cells[ex.answer].source for ex in exercises()}
+    out = {}
+    for b in BOOKS:
+        nb = nbformat.read(b, as_version=4)
+        out.update({ex.id: nb.cells[ex.answer].source for ex in exercises(b)})
+    return out
 
 
-def learner_copy(answers: dict[str, str], others: str = "stub") -> nbformat.NotebookNode:
-    """The exercises/ copy with these answers written in; the other answer cells keep the stub (others="stub") or
-    are deleted (others="delete": those exercises are "missing" and cost the grader no kernel)."""
-    nb = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], as_version=4)
+def learner_copy(answers: dict[str, str], others: str = "stub", book: Path = SOLUTION) -> nbformat.NotebookNode:
+    """The exercises/ copy of `book` with these answers written in; the other answer cells keep the stub
+    (others="stub") or are deleted (others="delete": those exercises are "missing" and cost the grader no kernel)."""
+    nb = nbformat.reads(be.expected_exercises(be.SOLUTIONS_DIR)[book.name], as_version=4)
     keep = []
     for cell in nb.cells:
         meta = cell.metadata.get("graphcourse", {})
@@ -78,11 +93,24 @@ def parse_header(text: str) -> dict[str, str]:
     return head
 
 
-def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
+def learner_books(answers: dict[str, str], others: str = "stub",
+                  books: list[Path] | None = None) -> dict[str, nbformat.NotebookNode]:
+    """File name -> learner copy, for each notebook in `books` (default: every one)."""
+    return {b.name: learner_copy({k: v for k, v in answers.items() if book_of(k) == b}, others, b)
+            for b in (books or BOOKS)}
+
+
+def hostile(path: Path, run_id: str) -> tuple[Learner, dict[str, nbformat.NotebookNode]]:
     text = path.read_text(encoding="utf-8")
     head = parse_header(text)
-    ids = [ex.id for ex in exercises()]
-    honest_spec, where = head["honest"], head["where"]
+    where = head["where"]
+    target = where.split(":", 1)[1] if where.startswith("append:") else where
+    if head.get("notebooks") == "all":
+        books = list(BOOKS)
+    else:
+        books = [SOLUTION] if target == "others" else [book_of(target)]
+    ids = [ex.id for b in books for ex in exercises(b)]
+    honest_spec = head["honest"]
     if honest_spec == "all":
         honest = set(ids)
     elif honest_spec == "none":
@@ -115,7 +143,7 @@ def hostile(path: Path, run_id: str) -> tuple[Learner, nbformat.NotebookNode]:
     # points the honest part may earn: an exercise whose answer cell also holds attack code is not honest
     honest_part = honest if where.startswith("append:") else honest - set(targets)
     learner = Learner(path.stem, "hostile", head["attack"], honest_part, later)
-    return learner, learner_copy(answers, others="delete")
+    return learner, learner_books(answers, others="delete", books=books)
 
 
 def invalid_notebooks() -> dict[str, tuple[str, bytes]]:
@@ -165,20 +193,23 @@ def build(root: Path, run_id: str, only: list[str] | None = None) -> dict[str, L
     learners: dict[str, Learner] = {}
     ids = {ex.id for ex in exercises()}
 
-    def save(learner: Learner, nb: nbformat.NotebookNode | bytes) -> None:
+    def save(learner: Learner, nb: nbformat.NotebookNode | bytes | dict) -> None:
         folder = root / learner.name
         folder.mkdir(parents=True)
-        learner.path = folder / SOLUTION.name
-        if isinstance(nb, bytes):
-            learner.path.write_bytes(nb)
-        else:
-            nbformat.write(nb, learner.path)
+        books = nb if isinstance(nb, dict) else {SOLUTION.name: nb}
+        for name, one in books.items():
+            learner.path = folder / name
+            if isinstance(one, bytes):
+                learner.path.write_bytes(one)
+            else:
+                nbformat.write(one, learner.path)
+        learner.path = folder / next(iter(books))
         learners[learner.name] = learner
 
     for name, what in HONEST_NAMES.items():
         if only is not None and "honest" not in only:
-            continue
-        save(Learner(name, "honest", f"an honest classmate, named with {what}", set(ids)), learner_copy(model_answers()))
+            continue  # an honest classmate hands in every exercise notebook, every answer the model's
+        save(Learner(name, "honest", f"an honest classmate, named with {what}", set(ids)), learner_books(model_answers()))
     for name, what in ODD_NAMES.items():
         if only is None:
             nb = learner_copy({}, others="delete")

@@ -109,3 +109,38 @@ HOSTILE = {
                                       "    try:\n        open(_p, 'w').write('{}')\n    except OSError:\n        pass\n"
                                       + HONEST_ADD}, 2),
 }
+
+
+# --- a second solutions notebook: a class hands in any subset of the two ------------------------------------
+
+NAME2 = "02_tiny_more.ipynb"
+MODEL2 = {"ex03_mul": "def mul(a, b):\n    return a * b"}
+
+
+def second_notebook() -> nbformat.NotebookNode:
+    cells = [
+        new_markdown_cell("# More tiny exercises: a second notebook, graded on its own"),
+        new_code_cell("import math"),
+        new_markdown_cell("## ex03_mul: multiply two numbers (2 points)"),
+        new_code_cell("def mul(a, b):\n    ### BEGIN SOLUTION: return the product\n    return a * b\n    ### END SOLUTION"),
+        check("from graphcourse.grading.observe import observe\n\n"
+              "observe.call('mul 3 4', mul, 3, 4)\nobserve.call('mul -2 5', mul, -2, 5)", name="fixed", points=1),
+        check("from graphcourse.grading.observe import observe, inputs\n\n"
+              "for _a, _b in [(inputs.randint(-999, 999), inputs.randint(-999, 999)) for _ in range(5)]:\n"
+              "    observe.call(f'mul {_a} {_b}', mul, _a, _b)", name="hidden", points=1, hidden=True),
+    ]
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def second_copy(answers: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """The exercises/ copy of the second notebook, with answers written in (model where not given)."""
+    from graphcourse.build_exercises import exercise_notebook
+
+    nb = exercise_notebook(second_notebook(), NAME2)
+    for cell in nb.cells:
+        g = cell.metadata.get("graphcourse", {})
+        if g.get("role") == "answer":
+            cell.source = (answers or {}).get(g["exercise"], MODEL2[g["exercise"]])
+    return nb
