@@ -142,3 +142,12 @@ def test_calling_with_swaps_torch_for_the_call_only():
 
     assert calling_with(m.torch, uses_torch) == 2
     assert sys.modules.get("torch") is saved
+
+
+def test_what_an_answer_is_handed_leads_to_no_stand_in_without_flagged_names():
+    """A tensor or a stream holds no attribute that reaches the stand-in (its log, its state): ex15's checks read them."""
+    m = StandInCuda(2)
+    t, s = m.tensor([1.0], device=1), m.torch.cuda.Stream(device=1)
+    for obj in (t, s, t.device):
+        assert not any(isinstance(v, StandInCuda) for v in vars(obj).values()), vars(obj)
+    assert not any(isinstance(v, StandInCuda) for v in vars(m.torch.cuda).values())

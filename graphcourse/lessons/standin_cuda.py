@@ -31,6 +31,7 @@ lists of numbers, an op is a Python function of them, and a replay reruns the ca
 from __future__ import annotations
 
 import types
+import weakref
 from typing import Callable
 
 __all__ = ["AcceleratorError", "CAPTURE_ERROR", "DEFAULT_STREAM_ERROR", "StandInCuda", "calling_with"]
@@ -43,6 +44,11 @@ CAPTURE_ERROR = (
 DEFAULT_STREAM_ERROR = ("CUDA graphs must be captured on a non-default stream. (However, after capture, it's ok to "
                         "replay them on the default stream.)")
 CAPTURE_MODES = ("global", "thread_local", "relaxed")
+
+
+# Which stand-in a stream or tensor belongs to, kept out of the objects themselves: an answer that is handed a tensor
+# cannot reach the stand-in's log through it without names the grader's scan flags (graphcourse, dunders).
+_OWNER: "weakref.WeakKeyDictionary[object, StandInCuda]" = weakref.WeakKeyDictionary()
 
 
 class AcceleratorError(RuntimeError):
@@ -74,23 +80,24 @@ class StandInStream:
     """A stream of one device."""
 
     def __init__(self, cuda: "StandInCuda", device: int, name: str, default: bool = False) -> None:
-        self._cuda, self.device_index, self.name, self.is_default = cuda, device, name, default
+        _OWNER[self] = cuda
+        self.device_index, self.name, self.is_default = device, name, default
 
     @property
     def device(self) -> StandInDevice:
         return StandInDevice(self.device_index)
 
     def wait_stream(self, other: "StandInStream") -> None:
-        self._cuda.log.append(("wait", self.name, getattr(other, "name", repr(other))))
+        _OWNER[self].log.append(("wait", self.name, getattr(other, "name", repr(other))))
 
     def wait_event(self, event: object) -> None:
-        self._cuda.log.append(("wait", self.name, "event"))
+        _OWNER[self].log.append(("wait", self.name, "event"))
 
     def record_event(self, event: object = None) -> object:
         return event
 
     def synchronize(self) -> None:
-        self._cuda._refuse_sync("Stream.synchronize()")
+        _OWNER[self]._refuse_sync("Stream.synchronize()")
 
     def __repr__(self) -> str:
         return f"<stand-in stream {self.name!r} on cuda:{self.device_index}>"
@@ -100,7 +107,8 @@ class StandInTensor:
     """A tensor on one device: a list of numbers."""
 
     def __init__(self, cuda: "StandInCuda", values: list, device: int) -> None:
-        self._cuda, self.values, self.device_index = cuda, list(values), device
+        _OWNER[self] = cuda
+        self.values, self.device_index = list(values), device
 
     @property
     def device(self) -> StandInDevice:
@@ -111,19 +119,19 @@ class StandInTensor:
         return True
 
     def clone(self) -> "StandInTensor":
-        return self._cuda.op("clone", lambda v: list(v), self)
+        return _OWNER[self].op("clone", lambda v: list(v), self)
 
     def copy_(self, other: "StandInTensor") -> "StandInTensor":
         values = other.values if isinstance(other, StandInTensor) else list(other)
         if len(values) != len(self.values):
             raise RuntimeError(f"The size of tensor a ({len(self.values)}) must match the size of tensor b "
                                f"({len(values)})")
-        self._cuda.op("copy_", lambda v, src=list(values): list(src), self, out=self,
+        _OWNER[self].op("copy_", lambda v, src=list(values): list(src), self, out=self,
                       source=other if isinstance(other, StandInTensor) else None)
         return self
 
     def tolist(self) -> list:
-        self._cuda._refuse_sync("tolist()")
+        _OWNER[self]._refuse_sync("tolist()")
         return list(self.values)
 
     def get_device(self) -> int:
