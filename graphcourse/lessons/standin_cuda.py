@@ -7,7 +7,8 @@ Exercise ex15 (two GPUs, one side stream on the wrong one: pytorch/pytorch#87794
   (``torch/cuda/streams.py``: ``Stream.__new__`` uses ``torch.cuda.device(device)`` only when one is given).
 * Each device has its own current stream. ``with torch.cuda.stream(s):`` makes ``s`` the current stream of
   *its* device and makes that device current; on exit both are restored (``torch/cuda/__init__.py``,
-  ``StreamContext``). ``with torch.cuda.device(d):`` changes the current device only.
+  ``StreamContext``; ``torch/csrc/cuda/Module.cpp``, ``THCPModule_setStream_wrap``, sets the stream's device
+  current). ``with torch.cuda.device(d):`` changes the current device only.
 * An op runs on the current stream of the device its tensors live on (a device guard switches to it).
 * ``torch.cuda.graph(g, stream=s)`` enters ``torch.cuda.stream(s)`` and begins capture on the current stream.
   Without ``stream=``, it uses ``torch.cuda.graph.default_capture_stream``: a class attribute, made once, by the
