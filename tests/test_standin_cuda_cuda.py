@@ -75,3 +75,47 @@ with torch.cuda.graph(g):
     first, search = CAPTURE_ERROR.splitlines()
     assert first in done.stderr, done.summary()
     assert search in done.stderr, done.summary()  # "Search for `cudaErrorStreamCaptureUnsupported' ..."
+
+
+def _answer_and_wrong(name: str | None) -> str:
+    """The model answer of ex15 (or a wrong answer of it) as source, for a child process."""
+    import nbformat
+
+    from graphcourse import build_exercises as be
+
+    if name is not None:
+        return (be.ROOT / "tests" / "wrong_answers" / "ex15_side_stream_device" / f"{name}.py").read_text()
+    path = be.SOLUTIONS_DIR / "09_production_exercises.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    ex = next(e for e in be.layout_of(nb, path.name).exercises if e.id == "ex15_side_stream_device")
+    return nb.cells[ex.answer].source
+
+
+_RUN_EX15 = '''
+import json, torch
+last = torch.cuda.device_count() - 1
+g0 = torch.cuda.CUDAGraph()        # as an engine does first: a graph on cuda:0 with the graph's own stream
+a0 = torch.zeros(4, device="cuda:0")
+with torch.cuda.graph(g0):
+    b0 = a0 * 2
+before = torch.cuda.current_device()
+x1, x2 = (torch.randn(8, 16, device=f"cuda:{last}") for _ in range(2))
+run = capture_on(last, lambda t: (t * 2 + 1).relu(), x1.clone())
+y1, y2 = run(x1), run(x2)
+torch.cuda.synchronize(last)
+r = {"y2": bool(torch.allclose(y2, (x2 * 2 + 1).relu())), "y1": bool(torch.allclose(y1, (x1 * 2 + 1).relu())),
+     "device_kept": torch.cuda.current_device() == before, "gpus": torch.cuda.device_count()}
+print("RESULT " + json.dumps(r))
+'''
+
+
+def test_the_model_answer_of_ex15_captures_for_real_on_the_last_gpu():
+    found = _result(_answer_and_wrong(None) + "\n" + _RUN_EX15)
+    assert found["y2"] and found["y1"] and found["device_kept"], found
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+@pytest.mark.parametrize("wrong", ["graph_own_stream", "device_context_only", "stream_on_current_device"])
+def test_a_wrong_answer_of_ex15_is_refused_on_two_gpus_as_the_stand_in_refuses_it(wrong):
+    done = run_snippet(_answer_and_wrong(wrong) + "\n" + _RUN_EX15, timeout_s=180)
+    assert done.capture_refused, done.summary()
