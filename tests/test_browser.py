@@ -295,6 +295,11 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
         (me,) = report["learners"].values()
         marks = me["exercises"]
         assert set(report["run"]["exercises"]) <= set(marks), (report["run"]["exercises"], list(marks))
+        # one notebook handed in of the course's several: graded; the others "not handed in", costing it nothing
+        books = me["notebooks"]
+        assert books["06_exercises.ipynb"]["status"] == "graded", books
+        assert all(b["status"] == "not-handed-in" and b["points"] == 0 for n, b in books.items()
+                   if n != "06_exercises.ipynb"), books
         ex01 = marks["ex01_bucket_picker"]
         assert ex01["status"] == "passed" and ex01["points"] == ex01["max"] > 0, ex01
         ex02 = marks["ex02_keep_outputs"]

@@ -389,3 +389,26 @@ def test_the_grading_command_works_from_inside_the_exercises_folder(tmp_path):
         pytest.skip("the installed course is not this checkout (make setup installs it); the command ran")
     (rec,) = report["learners"].values()
     assert rec["total"] == 0 and len(rec["exercises"]) >= 10
+
+
+def test_make_check_names_the_checks_of_every_exercise_notebook(tmp_path):
+    """`make check` runs every my-work copy; each notebook's checks are named by exercise and check."""
+    name = "07_compile_and_control_flow.ipynb"
+    learner = nbformat.read(be.EXERCISES_DIR / name, as_version=4)
+    answers = _answers()
+    for cell in learner.cells:
+        meta = cell.metadata.get("graphcourse", {})
+        if meta.get("role") == "answer" and meta["exercise"] == "ex12_k_steps_with_eos":
+            cell.source = answers[meta["exercise"]]
+    nbformat.write(learner, tmp_path / name)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(be.ROOT), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "graphcourse.selfcheck", "--nbval-lax",
+                          "--nbval-current-env", "-p", "no:randomly", "-p", "no:cacheprovider", "-v", name],
+                         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    out = run.stdout
+    assert "ex12_k_steps_with_eos/tokens PASSED" in out and "ex12_k_steps_with_eos/no_sync_in_replay PASSED" in out, (
+        out[-3000:])
+    assert "ex11_keep_compiled_outputs/tokens_kept FAILED" in out and "not answered yet" in out, out[-3000:]
+    assert "ex11_keep_compiled_outputs: " in out and "tokens_on_a_gpu not checked here" in out, out[-3000:]
+    makefile = (be.ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "$(wildcard $(patsubst exercises/%,my-work/%,$(wildcard exercises/*.ipynb)))" in makefile

@@ -511,6 +511,10 @@ def test_class_server_two_learners(tmp_path):
         # each answered one exercise only: the others earn nothing (unanswered or an error), and
         # are not what this journey checks; the answered exercise is graded on its own
         right, wrong = grades[a]["exercises"][exercise], grades[b]["exercises"][exercise]
+        for learner in (a, b):  # the untouched copies of the other exercise notebooks were not collected
+            books = grades[learner]["notebooks"]
+            assert books["06_exercises.ipynb"]["status"] == "graded", books
+            assert all(v["status"] == "not-handed-in" for k, v in books.items() if k != "06_exercises.ipynb"), books
         assert right["points"] > 0 and right["points"] + right.get("open", 0) == right["max"], right
         assert wrong["points"] == 0, wrong
         with open(collected / "grades.csv", newline="") as f:

@@ -163,19 +163,24 @@ def _answer(nb, exercise: str, code: str) -> None:
 
 def test_my_copy_is_made_once_and_never_overwritten(tmp_path):
     mine = tmp_path / "my-work"
+    books = sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
+    assert {"06_exercises.ipynb", "07_compile_and_control_flow.ipynb"} <= set(books)
     done = mycopy.make_copies(ROOT / "exercises", mine, log=lambda m: None)
     copy_path = mine / "06_exercises.ipynb"
-    assert done == [("made", copy_path)]
+    assert done == [("made", mine / b) for b in books], "a copy of every exercise notebook"
+    for b in books:
+        made = nbformat.read(mine / b, as_version=4)
+        assert made.metadata["graphcourse"]["my_copy"] == {"made_from": f"exercises/{b}"}
+        assert made.metadata["graphcourse"]["source"] == b  # the grader recognises it whatever it is named
     nb = nbformat.read(copy_path, as_version=4)
-    assert nb.metadata["graphcourse"]["my_copy"] == {"made_from": "exercises/06_exercises.ipynb"}
     _answer(nb, "ex01_bucket_picker", "def pick_bucket(b, buckets):\n    return 42  # my answer\n")
     nbformat.write(nb, copy_path)
-    before = copy_path.read_bytes()
-    assert mycopy.make_copies(ROOT / "exercises", mine, log=lambda m: None) == [("kept", copy_path)]
-    assert copy_path.read_bytes() == before, "an up-to-date copy is not even rewritten"
+    before = {b: (mine / b).read_bytes() for b in books}
+    assert mycopy.make_copies(ROOT / "exercises", mine, log=lambda m: None) == [("kept", mine / b) for b in books]
+    assert {b: (mine / b).read_bytes() for b in books} == before, "an up-to-date copy is not even rewritten"
     done = mycopy.make_copies(ROOT / "exercises", mine, new=True, log=lambda m: None)
-    assert done == [("new", mine / "06_exercises (2).ipynb")]
-    assert copy_path.read_bytes() == before
+    assert done == [("new", mine / b.replace(".ipynb", " (2).ipynb")) for b in books]
+    assert {b: (mine / b).read_bytes() for b in books} == before
     assert "my answer" not in (mine / "06_exercises (2).ipynb").read_text()
 
 
@@ -216,7 +221,8 @@ def test_an_unreadable_copy_is_left_alone(tmp_path):
     (mine / "06_exercises.ipynb").write_text("{ not json")
     messages = []
     done = mycopy.make_copies(ROOT / "exercises", mine, log=messages.append)
-    assert done == [("unreadable", mine / "06_exercises.ipynb")]
+    assert done[0] == ("unreadable", mine / "06_exercises.ipynb")
+    assert all(action == "made" for action, _ in done[1:]), done  # the other notebooks' copies are still made
     assert (mine / "06_exercises.ipynb").read_text() == "{ not json"
     assert "--new" in messages[0]
 

@@ -289,7 +289,8 @@ class Grader:
             try:
                 nb = read_learner(f)
             except InvalidNotebook as exc:
-                target = next((a.name for a in self.assignments if a.name == f.name), None)
+                target = next((a.name for a in self.assignments  # its name, or a copy's ('06_exercises (1)')
+                               if a.name == f.name or _copy_name(f.name, a.name)), None)
                 if target is None and len(self.assignments) == 1 and len(learner.files) == 1:
                     target = self.assignments[0].name
                 if target:

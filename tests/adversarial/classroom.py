@@ -196,7 +196,8 @@ def build(root: Path, run_id: str, only: list[str] | None = None) -> dict[str, L
     def save(learner: Learner, nb: nbformat.NotebookNode | bytes | dict) -> None:
         folder = root / learner.name
         folder.mkdir(parents=True)
-        books = nb if isinstance(nb, dict) else {SOLUTION.name: nb}
+        # a notebook (a NotebookNode is a dict too) or its bytes: the first notebook; else {file name: notebook}
+        books = {SOLUTION.name: nb} if isinstance(nb, (bytes, nbformat.NotebookNode)) else nb
         for name, one in books.items():
             learner.path = folder / name
             if isinstance(one, bytes):
