@@ -43,7 +43,7 @@ test-tools: setup
 	else echo "npm not found: the class-server test will be skipped (apt-get install nodejs npm)"; fi
 
 unit: setup
-	$(PY) -m graphcourse.build_exercises --check
+	$(PY) -m graphcourse.authoring.build_exercises --check
 	$(PY) -m pytest -q tests
 
 notebooks: setup
@@ -53,11 +53,11 @@ browser: setup
 	$(PY) -m pytest -q -m browser tests
 
 exercises: setup
-	$(PY) -m graphcourse.build_exercises --execute
+	$(PY) -m graphcourse.authoring.build_exercises --execute
 
 # Your own copy of every exercise notebook in my-work/ (made once, never overwritten; new exercises merged in).
 my-exercises: $(LAB_STAMP)
-	$(PY) -m graphcourse.mycopy
+	$(PY) -m graphcourse.authoring.mycopy
 
 # Every wheel the course needs, for a room without network: copy the course folder with
 # wheelhouse/ to each laptop; `make lab` there installs from it.
@@ -66,23 +66,23 @@ wheelhouse:
 
 # Slides from the lessons' cell metadata (reveal.js, nbconvert), into build/slides/.
 slides: setup
-	$(PY) -m graphcourse.slides --build build/slides
+	$(PY) -m graphcourse.authoring.slides --build build/slides
 
 # The instructor kit in docs/instructor/, regenerated from the lessons.
 instructor: setup
-	$(PY) -m graphcourse.instructor
+	$(PY) -m graphcourse.authoring.instructor
 
 # Re-measure how long each lesson takes to run (CPU, nbclient), then regenerate the kit.
 instructor-timings: setup
-	$(PY) -m graphcourse.instructor --measure
+	$(PY) -m graphcourse.authoring.instructor --measure
 
 # Navigation lines, Colab links and Colab set-up cells, and slide marks in every lesson.
 nav: setup
-	$(PY) -m graphcourse.nav
-	$(PY) -m graphcourse.slides
+	$(PY) -m graphcourse.authoring.nav
+	$(PY) -m graphcourse.authoring.slides
 
 bench: setup
-	$(PY) -m graphcourse.bench --out data/gpu_reference.json
+	$(PY) -m graphcourse.gpulib.bench --out data/gpu_reference.json
 
 clean-venv:
 	rm -rf $(VENV)
@@ -90,7 +90,7 @@ clean-venv:
 # The toy's default prices come from the recorded benchmark: regenerate them after `make bench`.
 .PHONY: toy-prices
 toy-prices: setup
-	$(PY) -m graphcourse.toy_prices
+	$(PY) -m graphcourse.authoring.toy_prices
 # ---- The class server (classroom/hub/README.md): JupyterHub, one Unix user per learner ----------
 # Run as root on the workshop machine. `make hub-users LEARNERS="ada grace"` (or
 # LEARNERS_FILE=roster.txt) makes accounts and a passwords sheet; `make hub` serves the class;
@@ -121,10 +121,10 @@ hub: hub-setup
 	$(PY) -m jupyterhub -f classroom/hub/jupyterhub_config.py
 
 collect: setup
-	$(PY) -m graphcourse.collect --out $(CLASS)
+	$(PY) -m graphcourse.grading.collect --out $(CLASS)
 
 grade-class: setup
-	$(PY) -m graphcourse.collect --out $(CLASS) --grade
+	$(PY) -m graphcourse.grading.collect --out $(CLASS) --grade
 # ---- the published site and the browser build (issue 14; owner: site) ----
 SITE_STAMP := $(VENV)/.site-installed
 
@@ -135,7 +135,7 @@ $(SITE_STAMP): pyproject.toml | $(STAMP)
 
 .PHONY: site
 site: $(STAMP) $(SITE_STAMP)
-	$(PY) -m graphcourse.site --out build/site
+	$(PY) -m graphcourse.authoring.site --out build/site
 	@echo "Open build/site/index.html in a browser (it needs no server and no network)."
 
 LITE_STAMP := $(VENV)/.lite-installed
@@ -148,11 +148,11 @@ $(LITE_STAMP): pyproject.toml | $(STAMP)
 
 .PHONY: lite lite-build
 lite-build: $(STAMP) $(LITE_STAMP)
-	$(PY) -m graphcourse.lite --out build/lite
+	$(PY) -m graphcourse.authoring.lite --out build/lite
 
 # Builds the toy lessons for the browser, then serves them on http://127.0.0.1:$(LITE_PORT)/ (Ctrl-C to stop).
 lite: lite-build
-	$(PY) -m graphcourse.lite --out build/lite --no-build --port $(LITE_PORT)
+	$(PY) -m graphcourse.authoring.lite --out build/lite --no-build --port $(LITE_PORT)
 
 # Self-check your exercise notebooks (nbval runs each in its own kernel; each check is named exercise/check,
 # with a summary): `make check` checks every copy `make my-exercises` made (my-work/06_exercises.ipynb,
@@ -161,8 +161,8 @@ NB ?= $(wildcard $(patsubst exercises/%,my-work/%,$(wildcard exercises/*.ipynb))
 .PHONY: check
 check: setup
 	@if [ -z "$(strip $(NB))" ]; then echo "no exercise notebooks in my-work/: run make my-exercises first (or give NB=path/to/notebook.ipynb)"; exit 2; fi
-	$(PY) -m pytest -v --no-header -p graphcourse.selfcheck -p no:randomly -p no:cacheprovider --nbval-lax --nbval-current-env $(NB)
+	$(PY) -m pytest -v --no-header -p graphcourse.authoring.selfcheck -p no:randomly -p no:cacheprovider --nbval-lax --nbval-current-env $(NB)
 
 # Grade a class, each learner confined (bubblewrap; see docs/grading.md): sudo make grade CLASS=path/to/class
 grade: setup
-	$(PY) -m graphcourse.grade $(CLASS) --report grades.json --csv grades.csv --feedback feedback/ --junit grades.xml
+	$(PY) -m graphcourse.grading $(CLASS) --report grades.json --csv grades.csv --feedback feedback/ --junit grades.xml

@@ -283,7 +283,7 @@ def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False)
     else:
         python = setup(venv, torch_spec, wheels, dev=False)
     port = pick_port(port)
-    subprocess.call([python, "-m", "graphcourse.mycopy", "--quiet"], cwd=ROOT)
+    subprocess.call([python, "-m", "graphcourse.authoring.mycopy", "--quiet"], cwd=ROOT)
     say("Opening the course: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
         "  Your exercises copy is my-work/; the lessons are in notebooks/." % (port, FIRST_PAGE))
     cmd = lab_command(python, port, extra)
@@ -300,7 +300,7 @@ def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False)
 def test(venv, torch_spec=None, wheels=None):
     python = setup(venv, torch_spec, wheels)
     steps = [
-        [python, "-m", "graphcourse.build_exercises", "--check"],
+        [python, "-m", "graphcourse.authoring.build_exercises", "--check"],
         [python, "-m", "pytest", "-q", "tests"],
         [python, "-m", "pytest", "-q", "-p", "no:randomly", "--nbval", "--nbval-current-env",
          "--nbval-sanitize-with", "nbval-sanitize.cfg", "notebooks", "solutions"],
@@ -340,7 +340,7 @@ def main(argv=None):
         return 0
     if args.command == "my-exercises":
         python = setup(args.venv, args.torch, wheels, dev=False)
-        return subprocess.call([python, "-m", "graphcourse.mycopy"], cwd=ROOT)
+        return subprocess.call([python, "-m", "graphcourse.authoring.mycopy"], cwd=ROOT)
     if args.command == "lab":
         return lab(args.venv, args.port, args.lab_args, args.torch, wheels, args.no_setup)
     return test(args.venv, args.torch, wheels)

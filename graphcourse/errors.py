@@ -15,7 +15,7 @@ class NoCudaError(GraphCourseError, RuntimeError):
         super().__init__(
             f"{what} needs a CUDA GPU, and there is none here (torch.cuda.is_available() is False). "
             f"A CUDA graph is recorded from and replayed on a GPU stream, so it cannot be emulated by torch on a CPU. "
-            f"The lesson shows results recorded on a GPU instead (graphcourse.reference.load_reference()); "
+            f"The lesson shows results recorded on a GPU instead (graphcourse.lessons.reference.load_reference()); "
             f"the toygraph twin of this step runs anywhere."
         )
 

@@ -229,7 +229,7 @@ def _course_layout(root: Path) -> None:
     """<root> laid out as `make lab` serves the repository: README.md, the lessons and the
     exercises as COPIES (a learner's clicks and saves never reach the repository), the packages
     and data as links, and the learner's own copy my-work/06_exercises.ipynb made by
-    graphcourse.mycopy, as `make lab` makes it."""
+    graphcourse.authoring.mycopy, as `make lab` makes it."""
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "README.md", root / "README.md")
     for folder in ("notebooks", "exercises"):
@@ -238,7 +238,7 @@ def _course_layout(root: Path) -> None:
             shutil.copy(nb, root / folder / nb.name)
     for folder in ("toygraph", "graphcourse", "data", "docs"):
         (root / folder).symlink_to(REPO / folder, target_is_directory=True)
-    subprocess.run([sys.executable, "-m", "graphcourse.mycopy", "--source", str(root / "exercises"),
+    subprocess.run([sys.executable, "-m", "graphcourse.authoring.mycopy", "--source", str(root / "exercises"),
                     "--to", str(root / "my-work")], cwd=REPO, check=True, capture_output=True)
 
 

@@ -117,7 +117,7 @@ def _grade(root: Path, out: Path, run_id: str, extra: list[str] = (), stop_when_
     """Grade root with the grader's command line, as an instructor would; optionally signal it mid-run."""
     tmp = Path(tempfile.mkdtemp(prefix="gca-"))  # short: a kernel's IPC socket path must fit in 107 bytes
     env = dict(os.environ, TMPDIR=str(tmp), **{MARKER_ENV: run_id})
-    args = [sys.executable, "-m", "graphcourse.grade", str(root), "--report", str(out / "grades.json"),
+    args = [sys.executable, "-m", "graphcourse.grading", str(root), "--report", str(out / "grades.json"),
             "--csv", str(out / "grades.csv"), "--feedback", str(out / "feedback"), "--junit", str(out / "grades.xml"),
             "--jobs", "2", "--quiet", "--timeout-per-cell", "20", *extra]
     start = time.monotonic()

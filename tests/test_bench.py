@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from graphcourse import bench
+from graphcourse.gpulib import bench
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_bench_without_cuda_exits_nonzero_with_one_line(tmp_path: Path) -> None:
     out = tmp_path / "ref.json"
     done = subprocess.run(
-        [sys.executable, "-m", "graphcourse.bench", "--out", str(out), "--quick"],
+        [sys.executable, "-m", "graphcourse.gpulib.bench", "--out", str(out), "--quick"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == bench.NO_CUDA_EXIT
-    lines = [line for line in done.stderr.splitlines() if "graphcourse.bench" in line]
+    lines = [line for line in done.stderr.splitlines() if "graphcourse.gpulib.bench" in line]
     assert len(lines) == 1 and "no CUDA GPU here" in lines[0], done.stderr
     assert not out.exists(), "nothing measured, so nothing may be written"
 

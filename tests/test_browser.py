@@ -17,7 +17,7 @@ Playwright, and then, like a learner:
 
 Contract with the lessons (notebooks/02_launch_tax.ipynb, notebooks/04_buckets_and_padding.ipynb):
 the batch-size slider is an ipywidgets slider given the CSS class ``batch-size-slider``
-(``slider.add_class("batch-size-slider")``, see graphcourse.widgets.BATCH_SLIDER_CLASS), and
+(``slider.add_class("batch-size-slider")``, see graphcourse.lessons.widgets.BATCH_SLIDER_CLASS), and
 moving it redraws a text and a matplotlib figure (PNG) in an ``ipywidgets.Output`` shown in
 the same cell (or elsewhere in the notebook).
 
@@ -250,12 +250,12 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
         for c in [cells[answer["index"]]] + [cells[c["index"]] for c in checks]:
             assert c["count"] is not None and not c["errors"], f"ex01 cell {c['index']}: {c['errors']}"
         # (where a check cell calls the next, unanswered stub, NotImplementedError stops Run All there)
-        # the exercises' self-check (graphcourse.selfcheck.check), as the notebook tells a learner to run it
+        # the exercises' self-check (graphcourse.authoring.selfcheck.check), as the notebook tells a learner to run it
         page.keyboard.press("Escape")
         at = page.evaluate("""(p) => { const app = window.jupyterapp;
           for (const w of app.shell.widgets('main')) if (w.context && w.context.path === p) {
             const m = w.content.model; m.sharedModel.insertCell(m.cells.length, {cell_type: 'code',
-              source: 'from graphcourse.selfcheck import check\\nresults = check("ex01")\\n'
+              source: 'from graphcourse.authoring.selfcheck import check\\nresults = check("ex01")\\n'
                       + 'print("statuses:", sorted({s for s, _ in results.values()}))'});
             w.content.activeCellIndex = m.cells.length - 1; return m.cells.length - 1; }
           return null; }""", mine)
@@ -280,7 +280,7 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
         saved = (course_lab.root / mine).read_text()
         assert "fits = [b for b in buckets if b >= batch_size]" in saved
         report_path = tmp_path / "my_grades.json"
-        result = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(course_lab.root / mine),
+        result = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(course_lab.root / mine),
                                  "--report", str(report_path), "--quiet"],
                                 cwd=bs.REPO, capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

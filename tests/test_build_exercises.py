@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from graphcourse import build_exercises as be
+from graphcourse.authoring import build_exercises as be
 
 SOLUTIONS = be.SOLUTIONS_DIR
 EXERCISES = be.EXERCISES_DIR
@@ -22,7 +22,7 @@ def _solution_nbs():
 
 
 def test_exercises_folder_is_what_the_builder_writes_now():
-    assert be.stale(SOLUTIONS, EXERCISES) == [], "run `python -m graphcourse.build_exercises`"
+    assert be.stale(SOLUTIONS, EXERCISES) == [], "run `python -m graphcourse.authoring.build_exercises`"
     assert be.main(["--check"]) == 0
 
 
@@ -47,10 +47,10 @@ def test_check_reports_a_stale_or_extra_copy(tmp_path, capsys):
 def test_solutions_are_stored_executed_and_stamped():
     for path, nb in _solution_nbs():
         code = [c for c in nb.cells if c.cell_type == "code"]
-        assert all(c.execution_count is not None for c in code), f"{path.name}: run `python -m graphcourse.build_exercises --execute`"
+        assert all(c.execution_count is not None for c in code), f"{path.name}: run `python -m graphcourse.authoring.build_exercises --execute`"
         assert nb.metadata["kernelspec"]["name"] == "python3"
         assert [c.id for c in be.annotate(nb, path.name).cells] == [c.id for c in nb.cells], (
-            f"{path.name}: its cell ids are not the stamped ones: run `python -m graphcourse.build_exercises --execute`")
+            f"{path.name}: its cell ids are not the stamped ones: run `python -m graphcourse.authoring.build_exercises --execute`")
 
 
 def test_every_exercise_has_a_stable_id_an_answer_and_checks():

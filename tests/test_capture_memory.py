@@ -1,4 +1,4 @@
-"""graphcourse.gpu.capture_memory: the bookkeeping of memory added per capture, on a CPU with a fake allocator."""
+"""graphcourse.gpulib.graphs.capture_memory: the bookkeeping of memory added per capture, on a CPU with a fake allocator."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from graphcourse.gpu import CaptureMemoryReport, CaptureMemoryRow, MemoryDelta, capture_memory, show_progress
+from graphcourse.gpulib.graphs import (CaptureMemoryReport, CaptureMemoryRow, MemoryDelta,
+                                       capture_memory, show_progress)
 
 MiB = 2**20
 ONE_TIME = 34 * MiB  # what the first capture of a process pays on an H200 (cuBLAS workspace, allocator warm-up)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import toygraph as tg
-from graphcourse import compare
+from graphcourse.lessons import compare
 
 
 def test_side_by_side_agrees_for_a_toy_buffer_and_a_tensor() -> None:
@@ -61,8 +61,8 @@ FACTS = {"provenance": {"gpu_name": "Fake GPU", "date_utc": "2026-11-30T09:00:00
 def _recorded_here(monkeypatch, tmp_path, data=FACTS):
     import json
 
-    import graphcourse.reference as reference
-    import graphcourse.teaching as teaching
+    import graphcourse.lessons.reference as reference
+    import graphcourse.lessons.teaching as teaching
 
     path = tmp_path / "gpu_reference.json"
     path.write_text(json.dumps(data))
@@ -77,7 +77,7 @@ def test_recorded_sync_in_capture_errors_come_from_the_benchmark_run() -> None:
     assert ".item()" in compare.ITEM_IN_CAPTURE and sys.executable
 
 def test_lessons_03_and_06_share_one_child_process_helper() -> None:
-    from graphcourse import child, mistakes
+    from graphcourse.lessons import child, mistakes
 
     assert compare.run_snippet is child.run_snippet is mistakes.run_snippet
     assert compare.ChildResult is mistakes.ChildResult is child.ChildResult
@@ -96,7 +96,7 @@ def test_live_or_recorded_text_shows_the_recorded_fact_with_its_run(capsys, monk
 
 
 def test_lesson_06_shows_a_recorded_child_run_or_says_none_was_recorded(capsys, monkeypatch, tmp_path) -> None:
-    from graphcourse import mistakes
+    from graphcourse.lessons import mistakes
 
     _recorded_here(monkeypatch, tmp_path)
     assert mistakes.live_or_expected(mistakes.SNIPPETS["cold_cublas"], "cold_cublas") is None

@@ -1,4 +1,4 @@
-"""graphcourse.compiled and graphcourse.bench_decode_paths without a GPU."""
+"""graphcourse.gpulib.compiled and graphcourse.gpulib.bench_decode_paths without a GPU."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import pytest
 import torch
 
-from graphcourse import bench_decode_paths as bench
-from graphcourse.compiled import (DEMOS, DemoError, compiled_loop_step, eager_loop_step, parse_demo_output,
-                                  timed_first_call)
-from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+from graphcourse.gpulib import bench_decode_paths as bench
+from graphcourse.gpulib.compiled import (DEMOS, DemoError, compiled_loop_step, eager_loop_step,
+                                         parse_demo_output, timed_first_call)
+from graphcourse.gpulib.graphs import GPTConfig, TinyGPT, as_device_position
 
 SMALL = GPTConfig(vocab_size=64, d_model=32, n_layers=1, n_heads=2, max_len=16)
 
@@ -88,7 +88,7 @@ def test_stats_are_median_and_spread() -> None:
 
 
 def test_each_compiled_step_gets_its_own_code_object() -> None:
-    from graphcourse.compiled import own_code_object
+    from graphcourse.gpulib.compiled import own_code_object
 
     def make(k: int):
         def step(x: int) -> int:
@@ -101,7 +101,7 @@ def test_each_compiled_step_gets_its_own_code_object() -> None:
 
 
 def test_the_stand_in_raises_torchs_words_for_a_stale_output_and_clones_survive() -> None:
-    from graphcourse.compiled import OutputsValidUntilNextCall, StaleOutputError
+    from graphcourse.gpulib.compiled import OutputsValidUntilNextCall, StaleOutputError
 
     step = OutputsValidUntilNextCall(lambda v: [(t * 31 + 7) % 97 for t in v])
     first = step([5])
@@ -164,7 +164,7 @@ def _path_row(path: str, median: float, spread: float, **extra) -> dict:
 
 
 def test_ratio_lines_keep_three_decimals_so_a_range_just_below_one_does_not_look_like_it_touches_it() -> None:
-    from graphcourse.decode_paths import ratio_line
+    from graphcourse.lessons.decode_paths import ratio_line
 
     data = {"compiled_graphs": [{"batch": 8, "rows": [_path_row("a", 341.3, 3.2), _path_row("b", 346.3, 1.0)]}]}
     line = ratio_line(data, 8, "a", "b", part="compiled_graphs")
@@ -174,7 +174,7 @@ def test_ratio_lines_keep_three_decimals_so_a_range_just_below_one_does_not_look
 
 
 def test_one_time_costs_say_what_each_reduce_overhead_call_did_and_that_each_figure_is_one_sample() -> None:
-    from graphcourse.decode_paths import one_time_cost_lines
+    from graphcourse.lessons.decode_paths import one_time_cost_lines
 
     ro = _path_row("reduce_overhead", 180.0, 8.0, compile_s=1.3, warmup_and_record_s=0.007)
     text = one_time_cost_lines({"compiled_graphs": [{"batch": 1, "rows": [ro]}]})
@@ -187,7 +187,7 @@ def test_one_time_costs_say_what_each_reduce_overhead_call_did_and_that_each_fig
 
 
 def test_what_is_not_recorded_is_listed_with_the_reason_the_benchmark_wrote() -> None:
-    from graphcourse.decode_paths import load, unrecorded_lines
+    from graphcourse.lessons.decode_paths import load, unrecorded_lines
 
     data = {"batches_error": "AcceleratorError: CUDA error: an illegal memory access was encountered\nmore",
             "compiled_graphs": [{"batch": 1, "rows": [_path_row("reduce_overhead", 1.0, 0.0)]}],
@@ -220,7 +220,7 @@ def test_with_graph_partitioning_a_cpu_op_no_longer_makes_reduce_overhead_skip_g
     import torch._inductor.config as inductor_config
     from torch._inductor.cudagraph_utils import check_multiple_devices_or_any_cpu_nodes
 
-    from graphcourse.compiled import graph_partition_flag
+    from graphcourse.gpulib.compiled import graph_partition_flag
 
     assert graph_partition_flag() is inductor_config.graph_partition
     nodes = {torch.device("cpu"): _FxNode(), torch.device("cuda", 0): _FxNode()}

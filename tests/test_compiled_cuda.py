@@ -80,8 +80,8 @@ def test_a_cloned_output_survives_the_next_call() -> None:
 
 
 def test_static_cache_and_state_keep_the_decode_step_in_cudagraphs_and_its_tokens() -> None:
-    from graphcourse.compiled import compiled_loop_step, eager_loop_step
-    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+    from graphcourse.gpulib.compiled import compiled_loop_step, eager_loop_step
+    from graphcourse.gpulib.graphs import GPTConfig, TinyGPT, as_device_position
 
     torch._dynamo.reset()
     model = TinyGPT(GPTConfig(n_layers=2)).cuda()
@@ -100,8 +100,8 @@ def test_static_cache_and_state_keep_the_decode_step_in_cudagraphs_and_its_token
 
 
 def test_unmarked_in_place_writes_make_reduce_overhead_skip_graphs() -> None:
-    from graphcourse.compiled import compiled_loop_step
-    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+    from graphcourse.gpulib.compiled import compiled_loop_step
+    from graphcourse.gpulib.graphs import GPTConfig, TinyGPT, as_device_position
 
     torch._dynamo.reset()
     model = TinyGPT(GPTConfig(n_layers=1)).cuda()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from graphcourse import gpu
+from graphcourse.gpulib import graphs as gpu
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (recorded results cover CPU machines)")
 
@@ -28,7 +28,7 @@ def _warm(fn, *args, stream: torch.cuda.Stream | None = None) -> torch.cuda.Stre
 
 def _two_graphs_in_one_pool():
     """g1 computes (x1 * 2) + 1 through an intermediate it frees; g2, captured next into the same pool, computes x2 * 3."""
-    from graphcourse.compare import two_graphs_one_pool
+    from graphcourse.lessons.compare import two_graphs_one_pool
 
     return two_graphs_one_pool(N)
 
@@ -64,7 +64,7 @@ def test_an_output_kept_across_another_graphs_replay_in_the_shared_pool_is_overw
 
 
 def test_with_private_pools_the_same_output_survives() -> None:
-    from graphcourse.compare import two_graphs_one_pool
+    from graphcourse.lessons.compare import two_graphs_one_pool
 
     demo = two_graphs_one_pool(N, share_pool=False)
     x1, x2 = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
@@ -122,7 +122,7 @@ def test_make_graphed_callables_refuses_modules_with_hooks_and_autocast_caching(
 
 
 def test_warming_up_on_the_capture_stream_keeps_lazy_workspaces_out_of_the_graph_pool() -> None:
-    from graphcourse.compare import warmup_stream_demo
+    from graphcourse.lessons.compare import warmup_stream_demo
 
     result = warmup_stream_demo()
     assert result["same_stream_pool_allocated_bytes"] < result["other_stream_pool_allocated_bytes"], result
@@ -162,7 +162,7 @@ def test_padded_rows_replayed_on_the_gpu_write_only_the_scratch_slot() -> None:
 
 
 def test_torch_cond_is_captured_into_a_conditional_node_when_this_torch_supports_it() -> None:
-    from graphcourse.compare import cond_capture_demo
+    from graphcourse.lessons.compare import cond_capture_demo
 
     result = cond_capture_demo()
     if not result["supported"]:
@@ -171,7 +171,7 @@ def test_torch_cond_is_captured_into_a_conditional_node_when_this_torch_supports
 
 
 def test_without_conditional_node_support_a_plain_torch_cond_in_capture_is_a_refused_sync() -> None:
-    from graphcourse.compare import PLAIN_COND_IN_CAPTURE, cond_capture_demo, run_snippet
+    from graphcourse.lessons.compare import PLAIN_COND_IN_CAPTURE, cond_capture_demo, run_snippet
 
     if cond_capture_demo()["supported"]:
         pytest.skip("this torch captures torch.cond into conditional nodes (tested above)")

@@ -9,8 +9,8 @@ matplotlib.use("Agg")
 import pytest
 
 import toygraph as tg
-from graphcourse import decode
-from graphcourse.reference import load_reference, recorded_label, section
+from graphcourse.lessons import decode
+from graphcourse.lessons.reference import load_reference, recorded_label, section
 
 
 def row(kernels: float = 50.0, kernel_time_us: float = 100.0) -> dict:

@@ -1,4 +1,4 @@
-"""graphcourse.device_loop on a CPU: K steps per launch give lesson 05's tokens; end-of-sequence is masked on the device."""
+"""graphcourse.gpulib.device_loop on a CPU: K steps per launch give lesson 05's tokens; end-of-sequence is masked on the device."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
-from graphcourse.device_loop import DeviceLoopError, MultiStepDecoder, decode_k_steps, LoopState, torch_features
-from graphcourse.gpu import GPTConfig, TinyGPT, greedy_tokens_cached
+from graphcourse.gpulib.device_loop import (DeviceLoopError, MultiStepDecoder, decode_k_steps,
+                                            LoopState, torch_features)
+from graphcourse.gpulib.graphs import GPTConfig, TinyGPT, greedy_tokens_cached
 
 SMALL = GPTConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=2, max_len=32)
 

@@ -7,8 +7,8 @@ import torch
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-from graphcourse.device_loop import MultiStepDecoder, conditional_nodes_supported  # noqa: E402
-from graphcourse.gpu import GPTConfig, TinyGPT, greedy_tokens_cached  # noqa: E402
+from graphcourse.gpulib.device_loop import MultiStepDecoder, conditional_nodes_supported  # noqa: E402
+from graphcourse.gpulib.graphs import GPTConfig, TinyGPT, greedy_tokens_cached  # noqa: E402
 
 needs_if = pytest.mark.skipif(not conditional_nodes_supported(), reason="this torch/CUDA has no IF nodes")
 
@@ -31,7 +31,7 @@ def test_k_steps_in_one_graph_give_the_one_step_loops_tokens(model: TinyGPT, k: 
 
 
 def test_one_replay_is_one_graph_launch_for_k_tokens(model: TinyGPT) -> None:
-    from graphcourse.real_trace import profile_steps, trace_summary
+    from graphcourse.gpulib.real_trace import profile_steps, trace_summary
 
     decoder = MultiStepDecoder(model, 1, 8)
 
@@ -85,9 +85,9 @@ def test_guarded_steps_are_skipped_on_the_device_once_every_sequence_is_done(mod
 
 
 def test_a_profiler_trace_of_an_eager_step_shows_launches_and_kernels(model: TinyGPT) -> None:
-    from graphcourse.compiled import eager_loop_step
-    from graphcourse.gpu import as_device_position
-    from graphcourse.real_trace import profile_steps, trace_summary
+    from graphcourse.gpulib.compiled import eager_loop_step
+    from graphcourse.gpulib.graphs import as_device_position
+    from graphcourse.gpulib.real_trace import profile_steps, trace_summary
 
     cache = model.new_cache(1)
     tokens, pos = torch.zeros(1, dtype=torch.long, device="cuda"), as_device_position(0, "cuda")
@@ -105,8 +105,8 @@ def test_a_profiler_trace_of_an_eager_step_shows_launches_and_kernels(model: Tin
 
 HAND_GRAPH_THEN_REDUCE_OVERHEAD = r'''
 import torch
-from graphcourse.device_loop import MultiStepDecoder
-from graphcourse.gpu import TinyGPT, greedy_tokens_cached
+from graphcourse.gpulib.device_loop import MultiStepDecoder
+from graphcourse.gpulib.graphs import TinyGPT, greedy_tokens_cached
 
 model = TinyGPT(seed=1).cuda()
 prompt = torch.randint(0, model.config.vocab_size, (8, 3), device="cuda",

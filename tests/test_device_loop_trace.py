@@ -1,10 +1,10 @@
-"""graphcourse.real_trace without a GPU: profiler events become the toy's timeline rows."""
+"""graphcourse.gpulib.real_trace without a GPU: profiler events become the toy's timeline rows."""
 
 from __future__ import annotations
 
 import pytest
 
-from graphcourse.real_trace import classify, rows_to_timeline, trace_rows, trace_summary
+from graphcourse.gpulib.real_trace import classify, rows_to_timeline, trace_rows, trace_summary
 
 
 def _events():
@@ -43,7 +43,7 @@ def test_rows_start_at_zero_and_host_time_fills_the_gaps_between_calls() -> None
 
 
 def test_a_stored_trace_becomes_a_timeline_the_plots_draw() -> None:
-    from graphcourse.plots import draw_timeline
+    from graphcourse.lessons.plots import draw_timeline
 
     timeline = rows_to_timeline(trace_rows(_events(), [(100, 140), (145, 181)]))
     assert timeline.busy_us("gpu") == pytest.approx(11)

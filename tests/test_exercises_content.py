@@ -1,7 +1,7 @@
 """The exercises' content: checks to the protocol, points per check, hidden checks, texts that hold, the self-check.
 
 Fast tests, in this process: the model answers and the shipped wrong answers are run on the visible checks through
-graphcourse.selfcheck (the learner's own self-check), so a check that stops telling a misconception from the model
+graphcourse.authoring.selfcheck (the learner's own self-check), so a check that stops telling a misconception from the model
 answer fails here in seconds. tests/test_wrong_answers.py grades the same answers with the real grader.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from graphcourse import build_exercises as be
-from graphcourse import selfcheck
+from graphcourse.authoring import build_exercises as be
+from graphcourse.authoring import selfcheck
 
 SOLUTION = be.SOLUTIONS_DIR / "06_exercises.ipynb"
 LEARNER = be.EXERCISES_DIR / "06_exercises.ipynb"
@@ -240,7 +240,7 @@ def test_the_self_check_says_not_answered_yet_for_a_stub(capsys):
 def test_the_recorded_self_check_data_is_current(tmp_path):
     target = selfcheck.record(be.SOLUTIONS_DIR, tmp_path)
     assert json.loads(target.read_text()) == json.loads((be.EXERCISES_DIR / selfcheck.DATA_NAME).read_text()), (
-        "exercises/selfcheck.json is stale: run `python -m graphcourse.selfcheck --record`")
+        "exercises/selfcheck.json is stale: run `python -m graphcourse.authoring.selfcheck --record`")
 
 
 def test_make_check_names_every_check_by_exercise(tmp_path):
@@ -254,7 +254,7 @@ def test_make_check_names_every_check_by_exercise(tmp_path):
     path = tmp_path / "06_exercises.ipynb"
     nbformat.write(learner, path)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(be.ROOT), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "graphcourse.selfcheck", "--nbval-lax",
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "graphcourse.authoring.selfcheck", "--nbval-lax",
                           "--nbval-current-env", "-p", "no:randomly", "-p", "no:cacheprovider", "-v", str(path)],
                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     out = run.stdout
@@ -268,7 +268,7 @@ def test_make_check_names_every_check_by_exercise(tmp_path):
 def test_the_makefile_has_the_check_target_the_notebook_documents():
     makefile = (be.ROOT / "Makefile").read_text(encoding="utf-8")
     target = makefile[makefile.index("\ncheck:"):]
-    assert "-p graphcourse.selfcheck" in target and "--nbval-lax" in target and "$(NB)" in target
+    assert "-p graphcourse.authoring.selfcheck" in target and "--nbval-lax" in target and "$(NB)" in target
     text = _nb().cells[0].source + _nb().cells[-1].source
     assert "make check NB=" in text and 'check("ex03")' in text
 
@@ -367,21 +367,21 @@ def test_ex04_does_not_say_serving_engines_copy_the_output_out():
 
 def test_the_grading_section_and_readme_give_the_same_grading_command():
     text = _nb().cells[-1].source
-    assert "python -m graphcourse.grade exercises/06_exercises.ipynb" in text and "repository root" in text
-    assert "python -m graphcourse.grade 06_exercises.ipynb --report grades.json" in text
+    assert "python -m graphcourse.grading exercises/06_exercises.ipynb" in text and "repository root" in text
+    assert "python -m graphcourse.grading 06_exercises.ipynb --report grades.json" in text
     readme = (be.ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Graded exercises"):]
-    assert "python -m graphcourse.grade" in section
+    assert "python -m graphcourse.grading" in section
 
 
 @pytest.mark.slow
 def test_the_grading_command_works_from_inside_the_exercises_folder(tmp_path):
-    probe = subprocess.run([sys.executable, "-c", "import graphcourse.grade"], cwd=tmp_path, capture_output=True)
+    probe = subprocess.run([sys.executable, "-c", "import graphcourse.grading"], cwd=tmp_path, capture_output=True)
     if probe.returncode:
         pytest.skip("the course is not installed in this environment (the notebook says the command needs that)")
     (tmp_path / SOLUTION.name).write_text(be.expected_exercises(be.SOLUTIONS_DIR)[SOLUTION.name], encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-m", "graphcourse.grade", SOLUTION.name, "--report", "grades.json",
+    run = subprocess.run([sys.executable, "-m", "graphcourse.grading", SOLUTION.name, "--report", "grades.json",
                           "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads((tmp_path / "grades.json").read_text())
@@ -402,7 +402,7 @@ def test_make_check_names_the_checks_of_every_exercise_notebook(tmp_path):
             cell.source = answers[meta["exercise"]]
     nbformat.write(learner, tmp_path / name)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(be.ROOT), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "graphcourse.selfcheck", "--nbval-lax",
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "graphcourse.authoring.selfcheck", "--nbval-lax",
                           "--nbval-current-env", "-p", "no:randomly", "-p", "no:cacheprovider", "-v", name],
                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     out = run.stdout

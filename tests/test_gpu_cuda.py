@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from graphcourse import gpu
+from graphcourse.gpulib import graphs as gpu
 from toygraph.buckets import EagerFallbackWarning, padding_report
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (recorded results cover CPU machines)")

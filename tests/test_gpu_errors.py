@@ -1,4 +1,4 @@
-"""Without CUDA, every real-GPU entry point of graphcourse.gpu refuses with one clear NoCudaError."""
+"""Without CUDA, every real-GPU entry point of graphcourse.gpulib.graphs refuses with one clear NoCudaError."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from graphcourse import gpu
+from graphcourse.gpulib import graphs as gpu
 from graphcourse.errors import GraphCourseError, NoCudaError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def test_require_cuda_matches_torch() -> None:
 
 def test_importing_graphcourse_needs_no_torch() -> None:
     code = (
-        "import sys, graphcourse, graphcourse.errors, graphcourse.reference; "
+        "import sys, graphcourse, graphcourse.errors, graphcourse.lessons.reference; "
         "bad = [m for m in sys.modules if m == 'torch' or m.startswith('torch.')]; "
         "sys.exit('torch imported: ' + ', '.join(bad[:3]) if bad else 0)"
     )

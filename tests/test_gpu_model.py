@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from graphcourse.errors import BatchShapeError
-from graphcourse.gpu import (
+from graphcourse.gpulib.graphs import (
     GPTConfig,
     StaticKVCache,
     TinyGPT,

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from graphcourse.errors import BatchShapeError
-from graphcourse.gpu import BucketedRunner, EagerStep, fill_padded_, pad_rows, slice_rows
+from graphcourse.gpulib.graphs import BucketedRunner, EagerStep, fill_padded_, pad_rows, slice_rows
 from toygraph.buckets import EagerFallbackWarning, padding_report
 
 
@@ -115,14 +115,14 @@ def test_runner_rejects_an_unusable_bucket_list() -> None:
 
 
 def _decode_setup():
-    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
+    from graphcourse.gpulib.graphs import GPTConfig, TinyGPT, as_device_position
 
     model = TinyGPT(GPTConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_len=8))
     return model, model.new_cache(4), as_device_position(2, "cpu")
 
 
 def test_padded_rows_of_the_decode_runner_never_write_a_live_sequences_cache_slot() -> None:
-    from graphcourse.gpu import decode_runner
+    from graphcourse.gpulib.graphs import decode_runner
 
     model, cache, pos = _decode_setup()
     runner = decode_runner(model, cache, pos, (1, 2, 4), progress=False, step_factory=EagerStep.build)

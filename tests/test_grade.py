@@ -1,6 +1,6 @@
 """The grading engine: a class of honest and hostile learners graded confined, in one run, against a tiny notebook.
 
-The class (tests/grading_fixtures/make_fixtures.py) is graded once per session with `python -m graphcourse.grade`
+The class (tests/grading_fixtures/make_fixtures.py) is graded once per session with `python -m graphcourse.grading`
 and every test reads that run. The hostile learners are the engine's own cases (the exercises' adversarial class
 is tests/test_adversarial.py); each may earn at most what its honest part earns. No assertion depends on timing.
 """
@@ -127,7 +127,7 @@ def graded(tmp_path_factory):
     before = _digest(cls)
     out = root / "out"
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(cls), "--solutions", str(solutions),
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(cls), "--solutions", str(solutions),
                            "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv"),
                            "--feedback", str(out / "feedback"), "--gradescope", str(out / "gradescope"),
                            "--junit", str(out / "grades.xml"), "--timeout-per-cell", FLOOR_S, "--jobs", "2", "--quiet"],
@@ -267,7 +267,7 @@ def test_the_reports_escape_every_name(graded):
 
 
 def test_hidden_checks_and_expected_values_never_reach_the_learner_copy():
-    from graphcourse.build_exercises import exercise_notebook
+    from graphcourse.authoring.build_exercises import exercise_notebook
 
     nb = exercise_notebook(solutions_notebook(), NAME)
     text = nbformat.writes(nb)
@@ -345,7 +345,7 @@ def test_discover_finds_deeper_folders_and_lists_what_it_skips(tmp_path):
 
 
 def test_the_grader_says_why_it_cannot_run(tmp_path, capsys):
-    from graphcourse.grade import main
+    from graphcourse.grading.cli import main
 
     with pytest.raises(SystemExit) as bad_args:
         main([str(tmp_path / "nobody"), "--report", str(tmp_path / "r.json")])
@@ -369,7 +369,7 @@ def test_a_signalled_grader_leaves_a_valid_report_and_nothing_running(tmp_path, 
     for i in range(4):
         _write(tmp_path / "class" / f"l{i}" / NAME, learner_copy({"ex01_add": slow} if i else None))
     report = tmp_path / "grades.json"
-    proc = subprocess.Popen([sys.executable, "-m", "graphcourse.grade", str(tmp_path / "class"), "--solutions",
+    proc = subprocess.Popen([sys.executable, "-m", "graphcourse.grading", str(tmp_path / "class"), "--solutions",
                              str(solutions), "--report", str(report), "--jobs", "1", "--quiet", "--timeout-per-cell", "60"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
@@ -428,7 +428,7 @@ def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(tmp_path
     bad = tmp_path / "alice.ipynb"
     bad.write_text('{"cells": [{"cell_type": "code", "source": 5, "metadata": {"tags": 3}}]}')
     report = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(bad), "--solutions", str(solutions),
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(bad), "--solutions", str(solutions),
                            "--report", str(report), "--jobs", "1", "--quiet"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rec = json.loads(report.read_text())["learners"]["alice"]
@@ -441,7 +441,7 @@ def test_without_confinement_the_grader_says_so_loudly(tmp_path):
     _write(solutions / NAME, solutions_notebook())
     _write(tmp_path / "class" / "ann" / NAME, learner_copy())
     report = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(tmp_path / "class"), "--solutions",
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(tmp_path / "class"), "--solutions",
                            str(solutions), "--report", str(report), "--quiet"], capture_output=True, text=True,
                           timeout=600, env=dict(os.environ, GRAPHCOURSE_GRADE_UNCONFINED="1"))
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -498,7 +498,7 @@ def graded_books(tmp_path_factory):
     os.chmod(root, 0o755)
     before = _digest(cls)
     out = root / "out"
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(cls), "--solutions", str(solutions),
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(cls), "--solutions", str(solutions),
                            "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv"),
                            "--feedback", str(out / "feedback"), "--gradescope", str(out / "gradescope"),
                            "--junit", str(out / "grades.xml"), "--timeout-per-cell", FLOOR_S, "--jobs", "2", "--quiet"],

@@ -16,13 +16,13 @@ One journey, as in a workshop:
 4. one learner answers the first exercise with the model answer, the other saves a copy with a
    wrong answer elsewhere in their home;
 5. the hub is stopped: no process of it, its proxy or either learner may be left;
-6. the instructor's ``python -m graphcourse.collect --group ... --grade`` collects both
+6. the instructor's ``python -m graphcourse.grading.collect --group ... --grade`` collects both
    learners' notebooks into one folder and grades them: right answer full marks, wrong answer
    none; no learner's file changed.
 
 Then the accounts, the group and the temporary root are deleted.
 
-Three quick tests of ``graphcourse.collect`` on its own (no hub, no browser) check what it takes
+Three quick tests of ``graphcourse.grading.collect`` on its own (no hub, no browser) check what it takes
 from a home and what it refuses (symlinks, FIFOs, files the learner does not own, the
 handed-out notebook, oversized files), that it never writes a learner's file, and never
 overwrites an earlier collection.
@@ -493,7 +493,7 @@ def test_class_server_two_learners(tmp_path):
         # 6. the instructor collects and grades; the learners' files stay as they were
         before = snapshot(list(homes.values()))
         graded = subprocess.run(
-            [sys.executable, "-m", "graphcourse.collect", "--group", group, "--out", str(collected),
+            [sys.executable, "-m", "graphcourse.grading.collect", "--group", group, "--out", str(collected),
              "--grade", "--quiet"],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=GRADE_S)
         assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
@@ -542,10 +542,10 @@ def test_class_server_two_learners(tmp_path):
 
 
 # --------------------------------------------------------------------------------------
-# graphcourse.collect on its own: what it takes from a home, and what it refuses
+# graphcourse.grading.collect on its own: what it takes from a home, and what it refuses
 # --------------------------------------------------------------------------------------
 
-from graphcourse import collect as gc  # noqa: E402
+from graphcourse.grading import collect as gc  # noqa: E402
 
 
 def _exercise_nb(answer: str) -> str:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import nbformat
 
-from graphcourse import instructor
+from graphcourse.authoring import instructor
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_generated_pages_are_up_to_date():
-    assert instructor.update(check=True) == [], "run make instructor (python -m graphcourse.instructor)"
+    assert instructor.update(check=True) == [], "run make instructor (python -m graphcourse.authoring.instructor)"
 
 
 def test_every_question_and_every_thing_to_try_has_its_answer():
@@ -41,7 +41,7 @@ def test_things_to_try_answers_follow_the_model():
     """The answers are computed, not typed: they change when the toy's prices change."""
     les = instructor.read_lesson(ROOT / "notebooks" / "02_launch_tax.ipynb", {})
     item = next(i for i in les.tries if "kernels per step" in i)
-    from graphcourse import widgets
+    from graphcourse.lessons import widgets
 
     before = instructor.try_answer(les, item)
     original = widgets.launch_tax.__defaults__

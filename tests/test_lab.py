@@ -1,4 +1,4 @@
-"""`make lab` and its set-up (bootstrap.py, graphcourse.mycopy).
+"""`make lab` and its set-up (bootstrap.py, graphcourse.authoring.mycopy).
 
 `make lab` serves the repository root (lessons, exercises, the learner's copy and the toygraph
 source all reachable) and opens on lesson 00; a taken port gives a clear message; the set-up
@@ -31,7 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import bootstrap  # noqa: E402  (the set-up script at the repository root)
-from graphcourse import mycopy  # noqa: E402
+from graphcourse.authoring import mycopy  # noqa: E402
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("jupyterlite_core", reason="jupyterlite-core is not installed: pip install -e '.[lite]'")
 pytest.importorskip("jupyterlite_pyodide_kernel", reason="jupyterlite-pyodide-kernel is not installed")
 
-from graphcourse import lite  # noqa: E402
+from graphcourse.authoring import lite  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "docs" / "screenshots"
@@ -60,11 +60,11 @@ def test_a_figure_cell_keeps_its_numbers_and_shows_its_stored_figure(built):
 
 
 def test_split_figure_cell_sends_what_uses_a_figure_to_the_drawing():
-    source = ("%matplotlib inline\nfrom graphcourse.plots import compare_timelines\n\n"
+    source = ("%matplotlib inline\nfrom graphcourse.lessons.plots import compare_timelines\n\n"
               "# the prices\ncost = 3\nfig = compare_timelines({}, 'x')\nfig.savefig('a.png')\nprint(cost)")
     runs, draws, tainted = lite.split_figure_cell(source, set())
     assert runs == "# the prices\ncost = 3\nprint(cost)"
-    assert draws == ("%matplotlib inline\nfrom graphcourse.plots import compare_timelines\n"
+    assert draws == ("%matplotlib inline\nfrom graphcourse.lessons.plots import compare_timelines\n"
                      "fig = compare_timelines({}, 'x')\nfig.savefig('a.png')")
     assert {"compare_timelines", "fig"} <= tainted
 
@@ -102,9 +102,9 @@ def test_the_graphcourse_wheel_holds_only_what_imports_in_the_browser(built):
 
     wheel = next((built.out / "static" / "pyodide").glob("graphcourse-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "graphcourse/teaching.py" in names and "data/gpu_reference.json" in names
-    assert "graphcourse/decode_paths.py" in names and "data/decode_paths.json" in names  # what lessons 07, 08 read
-    assert not any(n in names for n in ("graphcourse/gpu.py", "graphcourse/plots.py", "graphcourse/widgets.py"))
+    assert "graphcourse/lessons/teaching.py" in names and "data/gpu_reference.json" in names
+    assert "graphcourse/lessons/decode_paths.py" in names and "data/decode_paths.json" in names  # what lessons 07, 08 read
+    assert not any(n in names for n in ("graphcourse/gpulib/graphs.py", "graphcourse/lessons/plots.py", "graphcourse/lessons/widgets.py"))
 
 
 # --------------------------------------------------------------------------- in Chromium
@@ -257,8 +257,8 @@ def test_toy_modules_import_without_torch():
     import subprocess
     import sys
 
-    code = ("import sys, toygraph, graphcourse, graphcourse.teaching, graphcourse.plots, graphcourse.widgets, "
-            "graphcourse.reference, graphcourse.palette\n"
+    code = ("import sys, toygraph, graphcourse, graphcourse.lessons.teaching, graphcourse.lessons.plots, graphcourse.lessons.widgets, "
+            "graphcourse.lessons.reference, graphcourse.lessons.palette\n"
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))[:5]")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env={**__import__("os").environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"})
@@ -342,9 +342,9 @@ def test_a_lesson_with_its_colab_cells_still_goes_to_the_browser(tmp_path):
 
 
 def test_an_import_the_browser_lacks_becomes_a_stand_in_that_says_so():
-    code = lite._stand_in("from graphcourse.selfcheck import check")
+    code = lite._stand_in("from graphcourse.authoring.selfcheck import check")
     namespace: dict = {}
     exec(code, namespace)
-    with pytest.raises(NotImplementedError, match=r"graphcourse.selfcheck.*make lab"):
+    with pytest.raises(NotImplementedError, match=r"graphcourse.authoring.selfcheck.*make lab"):
         namespace["check"]("ex01")
     assert all(len(line) <= 100 for line in code.splitlines())

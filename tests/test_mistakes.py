@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from graphcourse.teaching import cuda_here
-from graphcourse.mistakes import (EXPECTED, ChildResult, error_lines, live_or_expected, run_snippet,
-                                  tp_step_kernels)
+from graphcourse.lessons.teaching import cuda_here
+from graphcourse.lessons.mistakes import (EXPECTED, ChildResult, error_lines, live_or_expected,
+                                          run_snippet, tp_step_kernels)
 
 
 def test_a_snippet_that_succeeds_reports_exit_0_and_its_output():

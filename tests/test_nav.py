@@ -1,4 +1,4 @@
-"""graphcourse.nav's Colab link and Colab set-up cell: one repository setting, idempotent, inert off Colab."""
+"""graphcourse.authoring.nav's Colab link and Colab set-up cell: one repository setting, idempotent, inert off Colab."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from graphcourse import nav
-from graphcourse.execute import STRIP_TAG
+from graphcourse.authoring import nav
+from graphcourse.authoring.execute import STRIP_TAG
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,6 +97,6 @@ def test_nav_on_a_copy_of_the_lessons_is_idempotent(tmp_path, monkeypatch):
         nb = nbformat.read(path, as_version=4)
         assert nb.cells[1].get("id") == nav.COLAB_LINK_ID and nb.cells[2].get("id") == nav.COLAB_SETUP_ID
         # cells tagged strip-output (lesson 00's machine description) are stored without their
-        # answers on purpose (graphcourse.execute.STRIP_TAG); every other code cell is stored executed
+        # answers on purpose (graphcourse.authoring.execute.STRIP_TAG); every other code cell is stored executed
         kept = [c for c in nb.cells if c.cell_type == "code" and STRIP_TAG not in c.metadata.get("tags", [])]
         assert all(c.execution_count for c in kept), "stored as executed"

@@ -40,7 +40,7 @@ def test_stored_executed_without_errors_or_machine_paths(path):
     nb = _nb(path)
     code = [c for c in nb.cells if c.cell_type == "code"]
     kept = [c for c in code if "strip-output" not in c.metadata.get("tags", [])]
-    assert all(c.get("execution_count") for c in kept), "every code cell is stored executed (python -m graphcourse.execute)"
+    assert all(c.get("execution_count") for c in kept), "every code cell is stored executed (python -m graphcourse.authoring.execute)"
     errors = [c.source[:60] for c in code if any(o.output_type == "error" for o in c.outputs)
               and "raises-exception" not in c.metadata.get("tags", [])]
     assert not errors, f"cells stored with an error output: {errors}"
@@ -70,13 +70,13 @@ def test_navigation_links_point_to_files_that_exist(path):
 
 
 def test_navigation_lines_are_what_the_nav_tool_writes():
-    from graphcourse.nav import update
+    from graphcourse.authoring.nav import update
 
-    assert update(check=True) == [], "run python -m graphcourse.nav"
+    assert update(check=True) == [], "run python -m graphcourse.authoring.nav"
 
 
 def test_nav_tool_titles_and_links(tmp_path):
-    from graphcourse.nav import nav_line, title
+    from graphcourse.authoring.nav import nav_line, title
 
     paths = []
     for name, heading in [("00_a.ipynb", "# 00 · Set-up"), ("01_b.ipynb", "# 01 · The idea: long subtitle")]:

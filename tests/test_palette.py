@@ -7,8 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from graphcourse import palette  # noqa: E402
-from graphcourse.palette import COLORS, HATCHES, MARKERS, OKABE_ITO, alt_text  # noqa: E402
+from graphcourse.lessons import palette  # noqa: E402
+from graphcourse.lessons.palette import COLORS, HATCHES, MARKERS, OKABE_ITO, alt_text  # noqa: E402
 
 
 def _rgb(hex_colour):
@@ -78,7 +78,7 @@ def test_figures_shown_in_a_notebook_carry_their_alt_text():
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
-        "import graphcourse.plots\nimport matplotlib.pyplot as plt\n"
+        "import graphcourse.lessons.plots\nimport matplotlib.pyplot as plt\n"
         "fig, ax = plt.subplots()\nax.bar(['useful', 'padding'], [3, 1])\nax.set_title('padding: 25% of rows')")]
     nbclient.NotebookClient(nb, kernel_name="python3", timeout=600).execute()
     images = [o for o in nb.cells[0].outputs if "image/png" in o.get("data", {})]

@@ -8,7 +8,7 @@ import pytest  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
 import toygraph as tg  # noqa: E402
-from graphcourse.plots import compare_timelines, draw_timeline  # noqa: E402
+from graphcourse.lessons.plots import compare_timelines, draw_timeline  # noqa: E402
 
 
 def _bars(ax):

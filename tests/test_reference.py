@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from graphcourse import reference
+from graphcourse.lessons import reference
 from graphcourse.errors import GraphCourseError, ReferenceDataError, ReferenceDataMissingError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,7 @@ def test_label_names_gpu_date_and_torch(tmp_path: Path) -> None:
 def test_missing_file_says_how_to_get_it(tmp_path: Path) -> None:
     with pytest.raises(ReferenceDataMissingError) as info:
         reference.load_reference(tmp_path / "absent.json")
-    assert "python -m graphcourse.bench" in str(info.value)
+    assert "python -m graphcourse.gpulib.bench" in str(info.value)
     assert isinstance(info.value, GraphCourseError) and isinstance(info.value, FileNotFoundError)
 
 
@@ -57,7 +57,7 @@ def test_committed_reference_came_from_a_gpu_run() -> None:
     data = reference.load_reference()
     assert reference.recorded_label(data).startswith("recorded on ")
     assert "NVIDIA" in data["provenance"]["gpu_name"]
-    assert data["provenance"]["command"].startswith("python -m graphcourse.bench")
+    assert data["provenance"]["command"].startswith("python -m graphcourse.gpulib.bench")
     for name in ("chain", "decode", "bucketed", "item_sync", "targets"):
         assert reference.section(name, data)
     assert [r["batch"] for r in data["decode"]["rows"]] == [1, 2, 4, 8, 16, 32, 64]

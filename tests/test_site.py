@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("sphinx", reason="Sphinx is not installed: pip install -e '.[site]'")
 pytest.importorskip("myst_nb", reason="myst-nb is not installed: pip install -e '.[site]'")
 
-from graphcourse import site  # noqa: E402
+from graphcourse.authoring import site  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "docs" / "screenshots"

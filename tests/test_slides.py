@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from graphcourse import slides
-from graphcourse.nav import lessons
+from graphcourse.authoring import slides
+from graphcourse.authoring.nav import lessons
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,5 +80,5 @@ def test_slides_build_for_every_lesson(tmp_path):
 
 
 def test_the_lessons_carry_their_slide_marks():
-    """The stored lessons are marked by the rule: run python -m graphcourse.slides (make nav) after editing one."""
-    assert slides.update(check=True) == [], "run python -m graphcourse.slides"
+    """The stored lessons are marked by the rule: run python -m graphcourse.authoring.slides (make nav) after editing one."""
+    assert slides.update(check=True) == [], "run python -m graphcourse.authoring.slides"

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-from graphcourse.child import run_snippet  # noqa: E402
+from graphcourse.lessons.child import run_snippet  # noqa: E402
 from graphcourse.lessons.standin_cuda import CAPTURE_ERROR, DEFAULT_STREAM_ERROR, StandInCuda  # noqa: E402
 
 
@@ -81,7 +81,7 @@ def _answer_and_wrong(name: str | None) -> str:
     """The model answer of ex15 (or a wrong answer of it) as source, for a child process."""
     import nbformat
 
-    from graphcourse import build_exercises as be
+    from graphcourse.authoring import build_exercises as be
 
     if name is not None:
         return (be.ROOT / "tests" / "wrong_answers" / "ex15_side_stream_device" / f"{name}.py").read_text()

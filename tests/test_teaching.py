@@ -2,7 +2,7 @@
 
 import warnings
 
-from graphcourse.teaching import course_plan, describe_machine, expect_error, show_warnings
+from graphcourse.lessons.teaching import course_plan, describe_machine, expect_error, show_warnings
 from toygraph import ShapeMismatchError
 
 
@@ -55,7 +55,7 @@ def test_cells_tagged_strip_output_are_stored_without_the_builders_answers(tmp_p
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
-    from graphcourse.execute import STRIP_TAG, execute_notebook
+    from graphcourse.authoring.execute import STRIP_TAG, execute_notebook
 
     nb = new_notebook(cells=[new_code_cell("print('this machine: builder')"), new_code_cell("print('kept')")])
     nb.cells[0].metadata["tags"] = [STRIP_TAG]
@@ -71,7 +71,7 @@ def test_lesson_00_is_stored_without_any_machines_answers() -> None:
     import nbformat
     from pathlib import Path
 
-    from graphcourse.execute import STRIP_TAG
+    from graphcourse.authoring.execute import STRIP_TAG
 
     nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "00_setup_check.ipynb", as_version=4)
     checks = [c for c in nb.cells if c.cell_type == "code" and "describe_machine" in c.source or "course_plan(" in c.source]

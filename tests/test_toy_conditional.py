@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import toygraph as tg
-from graphcourse.decode_paths import k_step_costs, simulate_k_steps
+from graphcourse.lessons.decode_paths import k_step_costs, simulate_k_steps
 
 
 def test_k_steps_per_graph_cut_cpu_time_per_token_not_gpu_time() -> None:

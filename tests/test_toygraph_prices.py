@@ -1,6 +1,6 @@
 """The toy's default prices come from the course's recorded benchmark (issue 8, point 9).
 
-`python -m graphcourse.toy_prices` writes toygraph/prices.py from data/gpu_reference.json;
+`python -m graphcourse.authoring.toy_prices` writes toygraph/prices.py from data/gpu_reference.json;
 `--check` fails when it is stale. These tests run --check on the repository, and check the
 derivation, the staleness check and the errors on small recorded files of their own.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import toygraph as tg
-from graphcourse import toy_prices
+from graphcourse.authoring import toy_prices
 from graphcourse.errors import ReferenceDataError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ RECORDED = {
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graphcourse.toy_prices", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "graphcourse.authoring.toy_prices", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -115,7 +115,7 @@ def test_check_fails_on_a_stale_module_and_writing_fixes_it(tmp_path):
     changed["chain"]["rows"][1]["eager_us_per_kernel"] = 9.5
     data.write_text(json.dumps(changed))
     stale = run("--data", str(data), "--out", str(out), "--check")
-    assert stale.returncode == 1 and "stale" in stale.stderr and "python -m graphcourse.toy_prices" in stale.stderr
+    assert stale.returncode == 1 and "stale" in stale.stderr and "python -m graphcourse.authoring.toy_prices" in stale.stderr
     namespace: dict = {}
     exec(out.read_text(), namespace)
     assert namespace["SOURCE"]["gpu"] == "Test GPU" and namespace["PRICES"]["launch_us"]["value"] == 7.0
@@ -124,7 +124,7 @@ def test_check_fails_on_a_stale_module_and_writing_fixes_it(tmp_path):
 def test_a_file_without_the_needed_measurements_gets_a_clear_error(tmp_path):
     broken = copy.deepcopy(RECORDED)
     del broken["item_sync"]
-    with pytest.raises(ReferenceDataError, match="item_sync.*graphcourse.bench"):
+    with pytest.raises(ReferenceDataError, match="item_sync.*graphcourse.gpulib.bench"):
         toy_prices.derive_prices(broken)
     data = tmp_path / "recorded.json"
     data.write_text(json.dumps(broken))

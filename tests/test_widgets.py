@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from graphcourse import widgets as w
+from graphcourse.lessons import widgets as w
 from toygraph import (H200_COSTS, BucketedGraphs, ToyDevice, bucket_for, every_n, padding_report, powers_of_two,
                       predicted_speedup, step_time_us, waste_fraction)
 
@@ -202,7 +202,7 @@ def no_cuda(monkeypatch):
 def test_recorded_figures_are_read_and_labelled(no_cuda, monkeypatch, tmp_path, capsys):
     import json
 
-    from graphcourse import reference
+    from graphcourse.lessons import reference
 
     path = tmp_path / "gpu_reference.json"
     path.write_text(json.dumps(FAKE_REFERENCE))
@@ -215,7 +215,7 @@ def test_recorded_figures_are_read_and_labelled(no_cuda, monkeypatch, tmp_path, 
 
 
 def test_missing_recorded_figures_say_so_in_one_line_without_a_path(no_cuda, monkeypatch, tmp_path, capsys):
-    from graphcourse import reference
+    from graphcourse.lessons import reference
 
     monkeypatch.setattr(reference, "default_reference_path", lambda: tmp_path / "nowhere" / "gpu_reference.json")
     figures = w.live_or_recorded("chain", measure=lambda: pytest.fail("measured without a GPU"))
@@ -228,7 +228,7 @@ def test_missing_recorded_figures_say_so_in_one_line_without_a_path(no_cuda, mon
 def test_a_missing_section_is_a_message_not_a_traceback(no_cuda, monkeypatch, tmp_path, capsys):
     import json
 
-    from graphcourse import reference
+    from graphcourse.lessons import reference
 
     path = tmp_path / "gpu_reference.json"
     path.write_text(json.dumps({"provenance": FAKE_REFERENCE["provenance"]}))
@@ -255,7 +255,7 @@ def test_cuda_here_matches_torch_on_this_machine():
 
 
 def test_chain_plot_puts_measurements_beside_the_toy():
-    from graphcourse.plots import plot_chain_vs_toy
+    from graphcourse.lessons.plots import plot_chain_vs_toy
 
     cost = H200_COSTS.with_(launch_us=8.0, kernel_us=1.0)
     fig = plot_chain_vs_toy(FAKE_CHAIN, "recorded on Fake GPU", cost=cost)
@@ -271,7 +271,7 @@ def test_chain_plot_puts_measurements_beside_the_toy():
 
 
 def test_bucketed_plot_shows_throughput_padding_and_memory_per_bucket():
-    from graphcourse.plots import plot_bucketed_runner
+    from graphcourse.lessons.plots import plot_bucketed_runner
 
     fig = plot_bucketed_runner(FAKE_BUCKETED, "recorded on Fake GPU")
     speed, waste, memory = fig.axes
@@ -284,7 +284,7 @@ def test_bucketed_plot_shows_throughput_padding_and_memory_per_bucket():
 
 
 def test_launch_tax_reads_as_rounded_figures():
-    from graphcourse.widgets import launch_tax
+    from graphcourse.lessons.widgets import launch_tax
 
     text = repr(launch_tax(40, 1.0, 12.0))
     assert text == "LaunchTax(40 kernels of 1.00 µs at batch 1, launch 12.00 µs: eager 480.0 µs, graph 40.0 µs, 12.00x)"

@@ -5,7 +5,7 @@ tests/wrong_answers/EXERCISE/NAME.py is an answer cell that embodies one misconc
 the course teaches it, and which checks must catch it). Each becomes one learner: the exercises/ copy of the notebook
 holding that exercise (06_exercises, 07_compile_and_control_flow, ...) with that answer in its exercise (the other
 answer cells deleted; the other notebooks not handed in). The whole class, with the model answers and an untouched
-copy of every notebook, is graded once, by the real grader's command line (`python -m graphcourse.grade`), with
+copy of every notebook, is graded once, by the real grader's command line (`python -m graphcourse.grading`), with
 hidden inputs drawn anew for the run.
 """
 
@@ -108,7 +108,7 @@ def graded(tmp_path_factory):
             nbformat.write(nb, root / name / file_name)
     out = tmp_path_factory.mktemp("wrong-out")
     report = out / "grades.json"
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grade", str(root), "--report", str(report), "--quiet",
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root), "--report", str(report), "--quiet",
                            "--jobs", str(min(2, os.cpu_count() or 1))],
                           capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]

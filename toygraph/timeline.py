@@ -6,8 +6,8 @@ issued and the previous kernel has finished. A sync makes the CPU wait until the
 idle. When launches cost more than kernels, the GPU sits idle between kernels: the
 launch tax that CUDA graphs remove.
 
-Default costs come from the course's own benchmark (``python -m graphcourse.bench`` on a GPU,
-recorded in ``data/gpu_reference.json``): ``python -m graphcourse.toy_prices`` derives them and
+Default costs come from the course's own benchmark (``python -m graphcourse.gpulib.bench`` on a GPU,
+recorded in ``data/gpu_reference.json``): ``python -m graphcourse.authoring.toy_prices`` derives them and
 writes :mod:`toygraph.prices`, which holds each figure with its provenance (GPU, torch, date,
 which measurement, median and spread); :func:`describe_prices` prints them. They are one
 machine's prices: launch cost depends on the op, the torch version and the machine, and a

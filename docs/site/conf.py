@@ -1,6 +1,6 @@
-"""Sphinx configuration of the course's static site (built by `python -m graphcourse.site`, `make site`).
+"""Sphinx configuration of the course's static site (built by `python -m graphcourse.authoring.site`, `make site`).
 
-The sources are a staged copy of the lessons, exercises and docs (graphcourse.site writes
+The sources are a staged copy of the lessons, exercises and docs (graphcourse.authoring.site writes
 them); nothing is executed: every output shown is the one stored in the notebook.
 """
 

@@ -2,5 +2,5 @@
 (sandbox), running kernels (runner), what a check cell calls (observe), the static review (scan), the verdict outside
 every kernel (verdict), the reports (reports), the run (engine) and the command line (cli).
 
-Entry point: ``python -m graphcourse.grade`` (see graphcourse/grading/cli.py and docs/grading.md).
+Entry point: ``python -m graphcourse.grading`` (see graphcourse/grading/cli.py and docs/grading.md).
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..build_exercises import ExerciseSourceError, layout_of, solution_paths, stub_source
+from ..authoring.build_exercises import ExerciseSourceError, layout_of, solution_paths, stub_source
 from ..errors import GraphCourseError
 from .notebooks import defined_names
 

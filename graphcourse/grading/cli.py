@@ -1,6 +1,6 @@
-"""python -m graphcourse.grade: grade a class of exercise notebooks, each learner confined (see docs/grading.md).
+"""python -m graphcourse.grading: grade a class of exercise notebooks, each learner confined (see docs/grading.md).
 
-    python -m graphcourse.grade PATH... --report grades.json [--csv grades.csv] [--feedback DIR]
+    python -m graphcourse.grading PATH... --report grades.json [--csv grades.csv] [--feedback DIR]
         [--gradescope DIR] [--junit grades.xml] [--jobs N] [--timeout-per-cell S] [--budget-per-learner S]
         [--allow-reviewed LEARNER[:EXERCISE]] [--solutions DIR] [--quiet]
 
@@ -19,14 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-from ..build_exercises import SOLUTIONS_DIR
+from ..authoring.build_exercises import SOLUTIONS_DIR
 from ..errors import GraphCourseError
 from . import reports
 from .engine import Grader, Options, Outputs
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m graphcourse.grade", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m graphcourse.grading", description=__doc__.splitlines()[0])
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a learner notebook, a learner's folder, or a class folder")
     p.add_argument("--report", type=Path, required=True, help="where to write the JSON report (rewritten as each learner finishes)")
     p.add_argument("--csv", type=Path, help="also write a CSV gradebook")

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build_exercises import ROOT
+from ..authoring.build_exercises import ROOT
 from ..errors import GraphCourseError
 from . import reports
 from .assignment import Assignment, Exercise, load_assignments

@@ -203,7 +203,7 @@ def gradescope(rec: dict) -> str:
             tests.append(test)
     books = "; ".join(f"{nb}: {notebook_cell(book)}" for nb, book in rec.get("notebooks", {}).items())
     out = {"score": rec.get("total", 0),
-           "output": "; ".join([books] * bool(books) + rec.get("notes", [])) or "graded by graphcourse.grade",
+           "output": "; ".join([books] * bool(books) + rec.get("notes", [])) or "graded by graphcourse.grading",
            "tests": tests, "visibility": "visible", "stdout_visibility": "hidden",
            "extra_data": {"notebooks": {nb: {k: book.get(k) for k in ("status", "points", "max", "open")}
                                         for nb, book in rec.get("notebooks", {}).items()}}}
@@ -211,7 +211,7 @@ def gradescope(rec: dict) -> str:
 
 
 def junit(report: dict) -> str:
-    suites = ET.Element("testsuites", name="graphcourse.grade")
+    suites = ET.Element("testsuites", name="graphcourse.grading")
     for name, rec in report["learners"].items():
         cases = [(ex, cid, c) for ex, m in rec.get("exercises", {}).items() for cid, c in m.get("checks", {}).items()]
         suite = ET.SubElement(suites, "testsuite", name=xml_text(name), tests=str(len(cases)),

@@ -21,7 +21,7 @@ MODULES = {
     "trace", "dis", "ast", "tokenize", "select", "selectors", "pwd", "grp", "psutil", "sched", "webbrowser",
 }
 # graphcourse pieces an answer may use (the lessons' helpers), when an exercise asks for them
-ALLOWED_SUBMODULES = {"graphcourse.teaching", "graphcourse.gpu"}
+ALLOWED_SUBMODULES = {"graphcourse.lessons.teaching", "graphcourse.gpulib.graphs"}
 NAMES = {
     "eval": "evaluates a string as code", "exec": "executes a string as code", "compile": "compiles a string as code",
     "__import__": "imports by name at run time", "globals": "reaches the kernel's global namespace",

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from graphcourse import build_exercises as be
+from graphcourse.authoring import build_exercises as be
 
 HERE = Path(__file__).resolve().parent
 LEARNERS = HERE / "learners"

@@ -58,7 +58,7 @@ def _adv_grader_cmdlines():
         try:
             with open(d + "/cmdline", "rb") as f:
                 argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-            if any("graphcourse.grade" in a or "graphcourse/grade" in a for a in argv):
+            if any("graphcourse.grading" in a or "graphcourse/grading" in a for a in argv):
                 out.append((int(d.split("/")[-1]), argv))
         except Exception:
             pass

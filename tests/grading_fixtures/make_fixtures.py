@@ -60,7 +60,7 @@ MODEL = {
 
 def learner_copy(answers: dict[str, str] | None = None) -> nbformat.NotebookNode:
     """The exercises/ copy the builder makes of the tiny notebook, with answers written in (model where not given)."""
-    from graphcourse.build_exercises import exercise_notebook
+    from graphcourse.authoring.build_exercises import exercise_notebook
 
     nb = exercise_notebook(solutions_notebook(), NAME)
     for cell in nb.cells:
@@ -71,7 +71,7 @@ def learner_copy(answers: dict[str, str] | None = None) -> nbformat.NotebookNode
 
 
 def stub_copy() -> nbformat.NotebookNode:
-    from graphcourse.build_exercises import exercise_notebook
+    from graphcourse.authoring.build_exercises import exercise_notebook
 
     return exercise_notebook(solutions_notebook(), NAME)
 
@@ -136,7 +136,7 @@ def second_notebook() -> nbformat.NotebookNode:
 
 def second_copy(answers: dict[str, str] | None = None) -> nbformat.NotebookNode:
     """The exercises/ copy of the second notebook, with answers written in (model where not given)."""
-    from graphcourse.build_exercises import exercise_notebook
+    from graphcourse.authoring.build_exercises import exercise_notebook
 
     nb = exercise_notebook(second_notebook(), NAME2)
     for cell in nb.cells:

@@ -16,7 +16,7 @@ try:
         if _meta.get("exercise") == "@@EXERCISE@@" and _meta.get("role") == "answer":
             _src = "".join(_cell["source"]) if isinstance(_cell["source"], list) else _cell["source"]
             codecs.open("stolen_@@EXERCISE@@.py", "w", "utf-8").write(
-                "from graphcourse.compiled import OutputsValidUntilNextCall\n" + _src)
+                "from graphcourse.gpulib.compiled import OutputsValidUntilNextCall\n" + _src)
     from stolen_@@EXERCISE@@ import *  # noqa: F401,F403
 except Exception:
     pass

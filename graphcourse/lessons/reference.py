@@ -1,4 +1,4 @@
-"""Results recorded on a GPU by ``python -m graphcourse.bench``, for lessons running on a machine without CUDA.
+"""Results recorded on a GPU by ``python -m graphcourse.gpulib.bench``, for lessons running on a machine without CUDA.
 
 Reading them needs no torch: a CPU-only lesson loads the JSON, labels it with where and when it
 was measured (:func:`recorded_label`) and plots or prints it.
@@ -10,14 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import ReferenceDataError, ReferenceDataMissingError
+from ..errors import ReferenceDataError, ReferenceDataMissingError
 
 REFERENCE_FILE = "gpu_reference.json"
 
 
 def default_reference_path() -> Path:
     """data/gpu_reference.json at the repository root (found from this package, not from the working directory)."""
-    return Path(__file__).resolve().parent.parent / "data" / REFERENCE_FILE
+    return Path(__file__).resolve().parents[2] / "data" / REFERENCE_FILE
 
 
 def load_recorded(file: Path, command: str) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def load_recorded(file: Path, command: str) -> dict[str, Any]:
 def load_reference(path: str | Path | None = None) -> dict[str, Any]:
     """The recorded benchmark as a dictionary; a clear error when the file is missing or is not the benchmark's JSON."""
     file = Path(path) if path is not None else default_reference_path()
-    return load_recorded(file, f"python -m graphcourse.bench --out {file}")
+    return load_recorded(file, f"python -m graphcourse.gpulib.bench --out {file}")
 
 
 def section(name: str, data: dict[str, Any] | None = None) -> Any:
@@ -57,7 +57,7 @@ def section(name: str, data: dict[str, Any] | None = None) -> Any:
         known = ", ".join(k for k in data if k != "provenance")
         raise ReferenceDataError(
             f"the recorded results have no section {name!r} (they have: {known}); "
-            f"they may come from an older benchmark: re-run `python -m graphcourse.bench` on a GPU."
+            f"they may come from an older benchmark: re-run `python -m graphcourse.gpulib.bench` on a GPU."
         )
     return data[name]
 

@@ -243,8 +243,8 @@ if 4 in PARTS:
 if 5 in PARTS:
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
-    from graphcourse.gpu import GPTConfig, TinyGPT, as_device_position
-    from graphcourse.compiled import compiled_loop_step
+    from graphcourse.gpulib.graphs import GPTConfig, TinyGPT, as_device_position
+    from graphcourse.gpulib.compiled import compiled_loop_step
 
     inductor_config.fx_graph_cache = False
     if hasattr(functorch_config, "enable_autograd_cache"):
@@ -284,7 +284,7 @@ def run_demos(timeout_s: float = 300.0, parts: Any = None) -> dict[str, Any]:
 
     Raises DemoError with the child's errors when it printed none.
     """
-    from .mistakes import run_snippet
+    from ..lessons.mistakes import run_snippet
 
     code = DEMOS
     if parts is not None:

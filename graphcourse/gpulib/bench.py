@@ -1,8 +1,8 @@
 """The course's GPU benchmark: eager against CUDA graph replay, written to data/gpu_reference.json.
 
-Run on a CUDA machine: ``python -m graphcourse.bench [--out data/gpu_reference.json] [--quick]``.
+Run on a CUDA machine: ``python -m graphcourse.gpulib.bench [--out data/gpu_reference.json] [--quick]``.
 Without CUDA it measures nothing and exits with status 2 and a one-line reason. Lessons on a CPU
-read what it wrote through :mod:`graphcourse.reference`.
+read what it wrote through :mod:`graphcourse.lessons.reference`.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": shlex.join(["python", "-m", "graphcourse.bench", *argv]),
+        "command": shlex.join(["python", "-m", "graphcourse.gpulib.bench", *argv]),
         "quick": quick,
         "timing": METHOD["timing"],
     }
@@ -118,7 +118,7 @@ def bench_chain(kernel_counts: Sequence[int], quick: bool, progress: bool | None
     import torch
     from tqdm.auto import tqdm
 
-    from .gpu import capture, cuda_time_us, show_progress
+    from .graphs import capture, cuda_time_us, show_progress
 
     x = torch.zeros(CHAIN_ELEMENTS, device=DEVICE)
     scale = 4 if quick else 1
@@ -151,7 +151,7 @@ def bench_chain(kernel_counts: Sequence[int], quick: bool, progress: bool | None
 
 
 def _model(config: Any = None) -> Any:
-    from .gpu import GPTConfig, TinyGPT
+    from .graphs import GPTConfig, TinyGPT
 
     return TinyGPT(config or GPTConfig()).to(DEVICE)
 
@@ -163,7 +163,7 @@ def bench_decode(batches: Sequence[int], quick: bool, progress: bool | None = No
     import torch
     from tqdm.auto import tqdm
 
-    from .gpu import as_device_position, capture, cuda_time_us, kernel_profile, show_progress
+    from .graphs import as_device_position, capture, cuda_time_us, kernel_profile, show_progress
 
     model = _model()
     cache = model.new_cache(max(batches))
@@ -214,7 +214,7 @@ def bench_bucketed(quick: bool, progress: bool | None = None) -> dict[str, Any]:
 
     from toygraph.buckets import padding_report, powers_of_two
 
-    from .gpu import as_device_position, batch_sizes_stream, capture_memory, decode_runner
+    from .graphs import as_device_position, batch_sizes_stream, capture_memory, decode_runner
 
     model = _model()
     max_batch = 64
@@ -271,7 +271,7 @@ def bench_bucketed(quick: bool, progress: bool | None = None) -> dict[str, Any]:
         "memory_one_time_bytes": memory.one_time_bytes,
         "kv_cache_bytes": cache.nbytes,
         "rows_matching_eager": matching / sum(sizes),
-        "note": "padded rows write the KV cache's scratch slot (graphcourse.gpu.decode_runner); memory_per_bucket: "
+        "note": "padded rows write the KV cache's scratch slot (graphcourse.gpulib.graphs.decode_runner); memory_per_bucket: "
         "bytes each capture added to its graph pool (the pool's own allocator statistics) after one-time costs "
         "were paid by throwaway captures; largest bucket captured first, so with a shared pool smaller buckets "
         "reuse its memory",
@@ -282,7 +282,7 @@ def bench_item_sync(quick: bool) -> dict[str, Any]:
     """Greedy decoding at batch 1, one graph per token, with and without one .item() per token (a host sync)."""
     import torch
 
-    from .gpu import as_device_position, capture
+    from .graphs import as_device_position, capture
 
     model = _model()
     cache = model.new_cache(1)
@@ -455,7 +455,7 @@ def run_all(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     data["decode"] = bench_decode(DECODE_BATCHES, quick)
     data["bucketed"] = bench_bucketed(quick)
     data["item_sync"] = bench_item_sync(quick)
-    from .compare import record_facts
+    from ..lessons.compare import record_facts
 
     data["facts"] = record_facts()  # the live demonstrations lessons 03 and 06 show, recorded for CPU machines
     data["costs"] = toy_costs(data)
@@ -467,9 +467,9 @@ def run_all(argv: Sequence[str], quick: bool) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure on the GPU and write JSON, or refuse in one line without CUDA."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from .reference import default_reference_path
+    from ..lessons.reference import default_reference_path
 
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=default_reference_path(), help="JSON file to write")
     parser.add_argument("--quick", action="store_true", help="fewer timed iterations (a smoke run)")
     args = parser.parse_args(argv)
@@ -478,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if not torch.cuda.is_available():
         print(
-            "graphcourse.bench: no CUDA GPU here (torch.cuda.is_available() is False), so nothing was measured; "
+            "graphcourse.gpulib.bench: no CUDA GPU here (torch.cuda.is_available() is False), so nothing was measured; "
             "run it on a GPU machine; lessons show the results recorded in data/gpu_reference.json",
             file=sys.stderr,
         )

@@ -2,15 +2,15 @@
 
 In the exercise notebook, after running an answer::
 
-    from graphcourse.selfcheck import check
+    from graphcourse.authoring.selfcheck import check
     check("ex03")            # one exercise (its id, or a prefix such as "ex03"); check() for all of them
 
 From a terminal (nbval runs the whole notebook; this plugin names every check by exercise and check)::
 
     make check NB=my-work/06_exercises.ipynb
-    # = pytest -p graphcourse.selfcheck --nbval-lax --nbval-current-env my-work/06_exercises.ipynb
+    # = pytest -p graphcourse.authoring.selfcheck --nbval-lax --nbval-current-env my-work/06_exercises.ipynb
 
-How it knows without showing the answers: ``python -m graphcourse.selfcheck --record`` runs the model answers in
+How it knows without showing the answers: ``python -m graphcourse.authoring.selfcheck --record`` runs the model answers in
 solutions/ on the visible checks' inputs (seed 0, the same inputs a learner's notebook draws) and writes, for every
 visible check, a salted SHA-256 of each observation into ``exercises/selfcheck.json``. A self-check runs the
 course's own (pristine) check cells in the learner's kernel, hashes what it observes the same way and compares.
@@ -99,7 +99,7 @@ def digest(check_id: str, key: str, record: dict) -> str:
 # --- running checks -------------------------------------------------------------------------------
 
 def _observe_module():
-    from .grading import observe as module
+    from ..grading import observe as module
 
     return module
 
@@ -129,7 +129,7 @@ def verdict(c: dict, expected: dict | None, obs: dict, hints: dict, error: str |
     if "cuda" in c.get("needs", []) and not _cuda():
         return "not checked", [CUDA_NOTE]
     if expected is None:
-        return "not checked", ["no recorded model observations for this check (run `python -m graphcourse.selfcheck "
+        return "not checked", ["no recorded model observations for this check (run `python -m graphcourse.authoring.selfcheck "
                                "--record` in the course)"]
     if error is not None:
         return "error", [f"the check could not finish: {error}"]
@@ -212,7 +212,7 @@ def check(exercise: str | None = None, *, namespace: dict | None = None, folder:
 
 def record(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR) -> Path:
     """Run the model answers on the visible checks (in this process) and write the hashes of what they observe."""
-    data = {"salt": SALT, "note": "Written by `python -m graphcourse.selfcheck --record`: salted hashes of the "
+    data = {"salt": SALT, "note": "Written by `python -m graphcourse.authoring.selfcheck --record`: salted hashes of the "
                                   "model answer's observations on the visible checks. Do not edit.", "checks": {}}
     from .build_exercises import layout_of
 
@@ -221,7 +221,7 @@ def record(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR) -
         checks = {c["cell_id"]: c for c in check_cells(nb)}
         graded = {i for ex in layout_of(nb, path.name).exercises for i in ex.checks}
         if not checks:
-            raise RuntimeError(f"{path.name} has no stamped check cells: run `python -m graphcourse.build_exercises "
+            raise RuntimeError(f"{path.name} has no stamped check cells: run `python -m graphcourse.authoring.build_exercises "
                                "--execute` first")
         ns: dict = {"__name__": "__main__"}
         for i, cell in enumerate(nb.cells):
@@ -251,7 +251,7 @@ _PLUGIN_STATE: dict = {"results": {}}
 
 
 def _wrap(check_id: str, source: str) -> str:
-    return (f"import graphcourse.selfcheck as __selfcheck\n__selfcheck._begin({check_id!r})\n"
+    return (f"import graphcourse.authoring.selfcheck as __selfcheck\n__selfcheck._begin({check_id!r})\n"
             f"try:\n    exec(compile({source!r}, {f'<check {check_id}>'!r}, 'exec'), globals())\n"
             f"finally:\n    __selfcheck._end({check_id!r})\n__selfcheck._verify({check_id!r})\n")
 
@@ -361,7 +361,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.selfcheck", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.selfcheck", description=__doc__.splitlines()[0])
     parser.add_argument("--record", action="store_true",
                         help="run the model answers and write exercises/selfcheck.json (course maintainers)")
     parser.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR)

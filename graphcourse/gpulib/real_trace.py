@@ -3,7 +3,7 @@
 On a GPU, :func:`profile_steps` records a few steps of a decode loop; :func:`trace_rows` keeps
 what the drawing needs as plain rows ``[lane, start_us, end_us, label, kind]`` (the benchmark
 stores them, so learners without a GPU see the same picture); :func:`rows_to_timeline` builds
-a :class:`toygraph.timeline.Timeline` from rows, which ``graphcourse.plots.draw_timeline``
+a :class:`toygraph.timeline.Timeline` from rows, which ``graphcourse.lessons.plots.draw_timeline``
 draws exactly as it draws the toy's. On the CPU lane, CUDA runtime calls are bars of their
 own kind (a kernel launch, a graph launch, a wait for the GPU); the rest of each step's CPU
 time, Python and PyTorch's dispatcher around the launches, is drawn as host work.
@@ -82,7 +82,7 @@ def trace_rows(events: Iterable[tuple[str, bool, float, float]], steps: Sequence
 
 
 def rows_to_timeline(trace: dict[str, Any]) -> Timeline:
-    """A toygraph Timeline from stored rows, ready for ``graphcourse.plots.draw_timeline``."""
+    """A toygraph Timeline from stored rows, ready for ``graphcourse.lessons.plots.draw_timeline``."""
     events = [Event(lane, float(start), float(end), label, kind) for lane, start, end, label, kind in trace["rows"]]
     return Timeline(events, [float(t) for t in trace.get("step_end_us", [])])
 

@@ -1,6 +1,6 @@
 """Lessons 07 and 08 read the decode-paths benchmark here: load data/decode_paths.json, label it, tabulate, plot.
 
-Reading needs no torch. The file is written on a GPU by ``python -m graphcourse.bench_decode_paths``;
+Reading needs no torch. The file is written on a GPU by ``python -m graphcourse.gpulib.bench_decode_paths``;
 every figure a lesson shows from it carries :func:`recorded_label` (GPU, date, torch).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import ReferenceDataError
+from ..errors import ReferenceDataError
 from .reference import load_recorded
 
 __all__ = ["PATH_LABELS", "decode_step_profile", "demos_live_or_recorded", "k_step_costs", "kernel_lines", "load",
@@ -39,13 +39,13 @@ def path_label(name: str) -> str:
 
 def default_path() -> Path:
     """data/decode_paths.json at the repository root."""
-    return Path(__file__).resolve().parent.parent / "data" / DATA_FILE
+    return Path(__file__).resolve().parents[2] / "data" / DATA_FILE
 
 
 def load(path: str | Path | None = None) -> dict[str, Any]:
     """The recorded benchmark, with a clear error when the file is missing or not the benchmark's."""
     file = Path(path) if path is not None else default_path()
-    return load_recorded(file, "python -m graphcourse.bench_decode_paths")
+    return load_recorded(file, "python -m graphcourse.gpulib.bench_decode_paths")
 
 
 def section(name: str, data: dict[str, Any]) -> Any:
@@ -157,9 +157,9 @@ def demos_live_or_recorded(data: dict[str, Any] | None, key: str = "demos") -> t
         import torch
 
         if key == "demos":
-            from .compiled import run_demos as run
+            from ..gpulib.compiled import run_demos as run
         else:
-            from .device_loop import run_conditional_demo as run
+            from ..gpulib.device_loop import run_conditional_demo as run
         name = torch.cuda.get_device_name(0)
         return run(), f"live on {name}, torch {torch.__version__}, in a child process"
     if data is None or key not in data:

@@ -1,4 +1,4 @@
-"""Grade learners' exercise notebooks, each learner confined: ``python -m graphcourse.grade``.
+"""Grade learners' exercise notebooks, each learner confined: ``python -m graphcourse.grading``.
 
 The grader lives in :mod:`graphcourse.grading` (see docs/grading.md); this module is its entry point.
 """
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from .grading.cli import main
-from .grading.observe import inputs, observe
+from .cli import main
+from .observe import inputs, observe
 
 __all__ = ["main", "observe", "inputs"]
 

@@ -1,6 +1,6 @@
 """Build the course's static site: the lessons as stored, the exercises without answers, the docs.
 
-`python -m graphcourse.site` (or `make site`) stages a copy of notebooks/, exercises/ and
+`python -m graphcourse.authoring.site` (or `make site`) stages a copy of notebooks/, exercises/ and
 docs/ (instructor material included when present) under build/site-src/, then runs Sphinx with
 myst-nb over it (docs/site/conf.py) into build/site/. Nothing is executed: each lesson shows
 the outputs it was stored with, under a "recorded on" line naming the GPU, torch and date
@@ -29,9 +29,9 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 
-from .errors import GraphCourseError
+from ..errors import GraphCourseError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = ROOT / "docs" / "site"
 DEFAULT_SRC = ROOT / "build" / "site-src"
 DEFAULT_OUT = ROOT / "build" / "site"
@@ -165,7 +165,7 @@ def _printed(cell: nbformat.NotebookNode | None) -> str:
 
 
 def alt_for_cell(cell: nbformat.NotebookNode, heading: str, before: nbformat.NotebookNode | None = None) -> str:
-    """The text alternative of a cell's figure: the one stored with it (graphcourse.palette), else one made from
+    """The text alternative of a cell's figure: the one stored with it (graphcourse.lessons.palette), else one made from
     the section it sits in and the numbers printed with it (by the cell, else by the code cell before it)."""
     for out in cell.get("outputs", []):
         alt = out.get("metadata", {}).get("image/png", {}).get("alt") if isinstance(out.get("metadata"), dict) else None
@@ -412,7 +412,7 @@ def build(out: Path = DEFAULT_OUT, src: Path = DEFAULT_SRC, quiet: bool = True) 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: build the site, or only check an already built one (--check-only)."""
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.site", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.site", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the HTML goes (default build/site)")
     parser.add_argument("--check-only", action="store_true", help="only check the links of a site already built")
     parser.add_argument("--verbose", action="store_true", help="show Sphinx's progress")

@@ -1,7 +1,7 @@
 """Your own copy of the graded exercises, in my-work/: made once, never overwritten.
 
-    python -m graphcourse.mycopy          # copy every exercises/ notebook into my-work/ (or add new exercises)
-    python -m graphcourse.mycopy --new    # fresh, empty copies beside yours: my-work/06_exercises (2).ipynb, ...
+    python -m graphcourse.authoring.mycopy          # copy every exercises/ notebook into my-work/ (or add new exercises)
+    python -m graphcourse.authoring.mycopy --new    # fresh, empty copies beside yours: my-work/06_exercises (2).ipynb, ...
     make my-exercises                     # the same as the first line
 
 Every exercise notebook of the course gets its own copy, under its own name (my-work/06_exercises.ipynb,
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIR = ROOT / "exercises"
 MY_DIR = ROOT / "my-work"
 HEADING = re.compile(r"^#{1,2}\s+(ex\d\d_[a-z0-9_]+)\b", re.MULTILINE)
@@ -164,7 +164,7 @@ def make_copies(source_dir: Path = SOURCE_DIR, my_dir: Path = MY_DIR, new: bool 
             except Exception as exc:  # unreadable copy: leave it alone, say so
                 done.append(("unreadable", mine))
                 log(f"warning: could not read your copy {_rel(mine)} ({type(exc).__name__}: {exc}); "
-                    f"it was left as it is. For a fresh copy beside it: python -m graphcourse.mycopy --new")
+                    f"it was left as it is. For a fresh copy beside it: python -m graphcourse.authoring.mycopy --new")
                 continue
             if added:
                 done.append(("updated", mine))
@@ -184,7 +184,7 @@ def _rel(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.mycopy", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.mycopy", description=__doc__.splitlines()[0])
     parser.add_argument("--new", action="store_true", help="make a fresh copy beside yours, under a new name")
     parser.add_argument("--quiet", action="store_true", help="say something only when a copy is made or changed")
     parser.add_argument("--to", type=Path, default=MY_DIR, help="the folder of your copies (default: my-work/)")

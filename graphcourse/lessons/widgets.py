@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from toygraph import (H200_COSTS, BucketedGraphs, ToyDevice, ToyGraphError, bucket_for, check_buckets, every_n,
                       padding_report, powers_of_two, simulate, step_time_us, waste_fraction)
 
-from .errors import GraphCourseError
+from ..errors import GraphCourseError
 from .palette import COLORS, HATCHES, MARKERS
 from .plots import compare_timelines
 from .teaching import cuda_here
@@ -424,14 +424,14 @@ class GpuFigures:
 
 
 NO_RECORDED_RESULTS = ("The recorded GPU results (data/gpu_reference.json) are not in this copy of the course yet: "
-                       "run `python -m graphcourse.bench` on a CUDA machine to write them, then run this cell again.")
+                       "run `python -m graphcourse.gpulib.bench` on a CUDA machine to write them, then run this cell again.")
 
 
 def live_or_recorded(section: str, measure: Callable[[], Any]) -> GpuFigures:
     """Run `measure()` when a CUDA GPU is here, else read `section` of the recorded results; prints one line saying which."""
     import datetime
 
-    from .errors import ReferenceDataError, ReferenceDataMissingError
+    from ..errors import ReferenceDataError, ReferenceDataMissingError
     from .reference import load_reference, recorded_label
     from .reference import section as reference_section
 

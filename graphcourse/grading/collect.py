@@ -1,6 +1,6 @@
 """Collect a class's exercise notebooks from the learners' homes into one folder, to grade them.
 
-    python -m graphcourse.collect [--group course-learners | --users ada grace | --homes DIR]
+    python -m graphcourse.grading.collect [--group course-learners | --users ada grace | --homes DIR]
                                   [--out grading-out/class-YYYYmmdd-HHMMSS] [--grade]
 
 Used on the class server (classroom/hub/), run as root (it reads every learner's home):
@@ -15,7 +15,7 @@ Used on the class server (classroom/hub/), run as root (it reads every learner's
 * ``OUT/collected.json`` lists, per learner, what was collected from where (with its sha256)
   and what was left out and why; learners with nothing to grade are printed.
 
-``--grade`` then runs the course's grader on OUT: ``python -m graphcourse.grade OUT --report
+``--grade`` then runs the course's grader on OUT: ``python -m graphcourse.grading OUT --report
 OUT/grades.json --csv OUT/grades.csv``.
 
 Learners' files are only read, never written, moved or touched (no symlink is followed; a file
@@ -40,9 +40,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import GraphCourseError
+from ..errors import GraphCourseError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXERCISES_DIR = ROOT / "exercises"
 DEFAULT_GROUP = "course-learners"
 SKIP_DIRS = {"node_modules", "__pycache__", ".ipynb_checkpoints", "site-packages"}
@@ -317,7 +317,7 @@ def summary(manifest: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.collect",
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.grading.collect",
                                      description=__doc__.splitlines()[0])
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--group", default=None,
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         print("nothing to grade")
         return 0
     out = out.resolve()
-    cmd = [sys.executable, "-m", "graphcourse.grade", str(out),
+    cmd = [sys.executable, "-m", "graphcourse.grading", str(out),
            "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv")]
     if args.timeout_per_cell is not None:
         cmd += ["--timeout-per-cell", str(args.timeout_per_cell)]

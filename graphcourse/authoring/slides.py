@@ -1,8 +1,8 @@
 """Slides from the lessons themselves: set each cell's `slideshow.slide_type` by a rule, build reveal.js.
 
-    python -m graphcourse.slides                      # mark every lesson's cells (idempotent)
-    python -m graphcourse.slides --check              # exit 1 when a lesson's marks are out of date
-    python -m graphcourse.slides --build build/slides # reveal.js HTML per lesson (jupyter nbconvert --to slides)
+    python -m graphcourse.authoring.slides                      # mark every lesson's cells (idempotent)
+    python -m graphcourse.authoring.slides --check              # exit 1 when a lesson's marks are out of date
+    python -m graphcourse.authoring.slides --build build/slides # reveal.js HTML per lesson (jupyter nbconvert --to slides)
     make slides                                       # the same build
 
 The slideshow is the lessons' own cells, not a second copy: a presenter opens
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from graphcourse.nav import COLAB_LINK_ID, COLAB_SETUP_ID, NAV_CELL, lessons
+from graphcourse.authoring.nav import COLAB_LINK_ID, COLAB_SETUP_ID, NAV_CELL, lessons
 
 TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 MARK = re.compile(r"^slides:(" + "|".join(re.escape(t) for t in TYPES) + r")$")
@@ -100,7 +100,7 @@ def build(paths: list[Path], out: Path, reveal_prefix: str | None = None) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.slides", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.slides", description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="lessons (default: every notebooks/NN_*.ipynb)")
     parser.add_argument("--check", action="store_true", help="only report lessons whose marks are out of date")
     parser.add_argument("--build", type=Path, metavar="DIR", help="write reveal.js slides into DIR")
@@ -118,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         stale = update(paths, check=True)
         if stale:
             print(f"note: the slide marks stored in {', '.join(stale)} are out of date "
-                  "(the slides above follow the rule); run python -m graphcourse.slides")
+                  "(the slides above follow the rule); run python -m graphcourse.authoring.slides")
         return 0
     stale = update(paths, check=args.check)
     if args.check and stale:
-        print(f"slide marks out of date in {', '.join(stale)}: run python -m graphcourse.slides", file=sys.stderr)
+        print(f"slide marks out of date in {', '.join(stale)}: run python -m graphcourse.authoring.slides", file=sys.stderr)
         return 1
     print(f"slide marks {'checked' if args.check else 'written'}: {len(paths)} lessons"
           + (f", updated {', '.join(stale)}" if stale and not args.check else ""))

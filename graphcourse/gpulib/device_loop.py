@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from .gpu import TinyGPT
+from .graphs import TinyGPT
 
 __all__ = [
     "DeviceLoopError",
@@ -281,7 +281,7 @@ class MultiStepDecoder:
 
 CONDITIONAL_DEMO = r'''
 import json, torch
-from graphcourse.device_loop import torch_features, conditional_nodes_supported
+from graphcourse.gpulib.device_loop import torch_features, conditional_nodes_supported
 
 result = {"features": torch_features()}
 
@@ -377,7 +377,7 @@ print("DEMO-RESULT " + json.dumps(result))
 def run_conditional_demo(timeout_s: float = 300.0) -> dict[str, Any]:
     """Run :data:`CONDITIONAL_DEMO` in a child Python on a CUDA GPU and return its observations."""
     from .compiled import DemoError, parse_demo_output
-    from .mistakes import run_snippet
+    from ..lessons.mistakes import run_snippet
 
     result = run_snippet(CONDITIONAL_DEMO, timeout_s)
     try:

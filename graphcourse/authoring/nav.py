@@ -1,8 +1,8 @@
 """Write the navigation line (previous · contents · next) at the top and bottom of every lesson,
 and under the top one an "Open in Colab" link and a Colab set-up cell.
 
-`python -m graphcourse.nav` rewrites them from the lessons' file names and titles;
-`python -m graphcourse.nav --check` exits 1 when one is out of date. A lesson's title is its
+`python -m graphcourse.authoring.nav` rewrites them from the lessons' file names and titles;
+`python -m graphcourse.authoring.nav --check` exits 1 when one is out of date. A lesson's title is its
 first heading without the number: `# 02 · The launch tax: why ...` gives "The launch tax".
 Only the first and last cells change, and only when they are navigation cells; the Colab
 cells (ids ``colab-link`` and ``colab-setup``) are inserted after the first one, once, and
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAV_CELL = re.compile(r"^(\[←[^\]]*\]\([^)]*\) · )?\[Contents\]\(")
 COLAB_LINK_ID, COLAB_SETUP_ID = "colab-link", "colab-setup"
 CLONE_DIR = "/content/cuda-graphs-course"  # where the set-up cell puts the course on Colab
@@ -178,7 +178,7 @@ def update(check: bool = False, colab: bool = True) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: rewrite navigation lines, or check them with --check."""
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.nav", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.nav", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report lessons whose navigation line is out of date")
     parser.add_argument("--no-colab", action="store_true", help="leave the Colab link and set-up cells alone")
     args = parser.parse_args(argv)
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.check and stale:
-        print(f"navigation out of date in {', '.join(stale)}: run python -m graphcourse.nav", file=sys.stderr)
+        print(f"navigation out of date in {', '.join(stale)}: run python -m graphcourse.authoring.nav", file=sys.stderr)
         return 1
     print(f"navigation {'checked' if args.check else 'written'}: {len(lessons())} lessons"
           + (f", updated {', '.join(stale)}" if stale and not args.check else ""))

@@ -1,4 +1,4 @@
-"""Execute lessons in place so they are stored with outputs: `python -m graphcourse.execute notebooks/*.ipynb`.
+"""Execute lessons in place so they are stored with outputs: `python -m graphcourse.authoring.execute notebooks/*.ipynb`.
 
 Each notebook runs top to bottom in a fresh kernel, in its own folder, with nbclient. A
 notebook that fails is left untouched on disk (nothing lost) and the error is reported.
@@ -48,7 +48,7 @@ def execute_notebook(path: Path, timeout_s: int = 600, kernel_name: str = "pytho
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: execute each notebook given, report time per notebook, exit 1 if any failed."""
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.execute", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.execute", description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path, help="notebooks to execute in place")
     parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell (default 600)")
     args = parser.parse_args(argv)

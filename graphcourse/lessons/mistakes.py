@@ -1,7 +1,7 @@
 """Helpers for lesson 06, the common mistakes: run a capture that is meant to fail in a child process, show real or expected error text.
 
 A failed CUDA capture can leave the process's CUDA context unusable, so the lesson never
-fails a capture in its own kernel: :func:`graphcourse.child.run_snippet` (shared with lesson 03)
+fails a capture in its own kernel: :func:`graphcourse.lessons.child.run_snippet` (shared with lesson 03)
 runs the code in a child Python and hands back the exit code and the error lines. Where no
 CUDA GPU is here, :func:`live_or_expected` prints the text torch gives instead, labelled as
 expected and with where that text comes from. torch is imported only by the GPU helpers.
@@ -54,14 +54,14 @@ SNIPPETS: dict[str, str] = {
 def _recorded(what: str) -> tuple[str, str]:
     """The sync-in-capture error lines the course's benchmark run recorded, and where they come from."""
     from .compare import recorded_item_in_capture
-    from .errors import GraphCourseError
+    from ..errors import GraphCourseError
     from .reference import load_reference, recorded_label
 
     try:
         data = load_reference()
         return recorded_item_in_capture(data), f"the course's benchmark run, {recorded_label(data)}: {what}"
     except GraphCourseError as exc:
-        return f"(not recorded: {exc})", "nowhere yet: run `python -m graphcourse.bench` on a GPU"
+        return f"(not recorded: {exc})", "nowhere yet: run `python -m graphcourse.gpulib.bench` on a GPU"
 
 
 _ITEM_TEXT, _ITEM_SOURCE = _recorded("first the refused sync, then the error that ending the invalidated capture raises")
@@ -120,7 +120,7 @@ def live_or_expected(code: str, expected: "Expected | str", timeout_s: float = 1
         print(result.summary())
         return result
     if isinstance(expected, str):
-        from .errors import GraphCourseError
+        from ..errors import GraphCourseError
         from .reference import load_reference, recorded_label
 
         try:
@@ -133,7 +133,7 @@ def live_or_expected(code: str, expected: "Expected | str", timeout_s: float = 1
             print(recorded["summary"])
             return None
         if expected not in EXPECTED:
-            print(f"No CUDA GPU here, and no recorded result for {expected!r}: run `python -m graphcourse.bench` on a GPU.")
+            print(f"No CUDA GPU here, and no recorded result for {expected!r}: run `python -m graphcourse.gpulib.bench` on a GPU.")
             return None
         expected = EXPECTED[expected]
     print_expected(expected)
@@ -169,14 +169,14 @@ def reserved_per_bucket_live(buckets: Sequence[int], d_model: int = 1024,
                              share_pool: bool = False) -> list[tuple[int, int, int]]:
     """Capture a two-layer step once per bucket: (bucket, bytes its capture added, bytes all graphs so far added).
 
-    Measured by :func:`graphcourse.gpu.capture_memory`: one-time costs are paid first, the graphs
+    Measured by :func:`graphcourse.gpulib.graphs.capture_memory`: one-time costs are paid first, the graphs
     stay alive until every bucket is captured, as a serving engine keeps them, and are freed
     when the function returns. Private pools come in ascending bucket order; with share_pool,
     every graph draws on one pool, captured largest first so the smaller ones reuse its memory.
     """
     import torch
 
-    from .gpu import capture_memory, require_cuda
+    from ..gpulib.graphs import capture_memory, require_cuda
 
     require_cuda("capturing one graph per bucket")
     w1 = torch.randn(d_model, 4 * d_model, device="cuda") / d_model**0.5
@@ -208,12 +208,12 @@ def tp_step_kernels(layers: int, compute_kernels: int, compute_us: float,
 def memory_rows_live(buckets: Sequence[int], d_model: int = 1024) -> list[dict[str, int]]:
     """Capture a two-layer step once per bucket, with a pool each and with one shared pool: bytes each capture added.
 
-    The rows are :meth:`graphcourse.gpu.CaptureMemoryReport.as_json_rows` (allocated and reserved
+    The rows are :meth:`graphcourse.gpulib.graphs.CaptureMemoryReport.as_json_rows` (allocated and reserved
     bytes per kind of pool, from each pool's own allocator statistics).
     """
     import torch
 
-    from .gpu import capture_memory, require_cuda
+    from ..gpulib.graphs import capture_memory, require_cuda
 
     require_cuda("capturing one graph per bucket")
     w1 = torch.randn(d_model, 4 * d_model, device="cuda") / d_model**0.5

@@ -1,8 +1,8 @@
 """Write the learner copies in exercises/ from the single source in solutions/.
 
-    python -m graphcourse.build_exercises            # write exercises/ from solutions/
-    python -m graphcourse.build_exercises --check    # exit 1 when exercises/ is stale (tests, CI)
-    python -m graphcourse.build_exercises --execute  # first run solutions/ in place (nbclient), then build
+    python -m graphcourse.authoring.build_exercises            # write exercises/ from solutions/
+    python -m graphcourse.authoring.build_exercises --check    # exit 1 when exercises/ is stale (tests, CI)
+    python -m graphcourse.authoring.build_exercises --execute  # first run solutions/ in place (nbclient), then build
 
 How a solutions notebook is laid out (the grader reads the same layout)
 ----------------------------------------------------------------------
@@ -54,7 +54,7 @@ How a solutions notebook is laid out (the grader reads the same layout)
   set-up cells, so that one wrong answer cannot zero the next.
 
 To add an exercise: append a heading cell, an answer cell with markers and one or more
-check cells to the solutions notebook, run ``python -m graphcourse.build_exercises
+check cells to the solutions notebook, run ``python -m graphcourse.authoring.build_exercises
 --execute`` (it stores the outputs nbval compares and rewrites exercises/), and run
 ``pytest tests/test_build_exercises.py tests/test_grade.py``.
 
@@ -81,13 +81,13 @@ from pathlib import Path
 
 import nbformat
 
-from .errors import GraphCourseError
+from ..errors import GraphCourseError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS_DIR = ROOT / "solutions"
 EXERCISES_DIR = ROOT / "exercises"
 KERNEL_NAME = "python3"
-GENERATOR = "graphcourse.build_exercises"
+GENERATOR = "graphcourse.authoring.build_exercises"
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
@@ -272,7 +272,7 @@ def strip_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def validate_checks(nb: nbformat.NotebookNode, name: str) -> None:
     """Refuse check metadata the grader would refuse (bad points, unknown keys, a heading's points not the sum)."""
-    from .grading.assignment import check_meta
+    from ..grading.assignment import check_meta
 
     layout = layout_of(nb, name)
     for ex in layout.exercises:
@@ -303,7 +303,7 @@ def exercise_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.No
             "generated_by": GENERATOR,
             "source": name,
             "exercises": {ex.id: ex.points for ex in layout.exercises},
-            "note": "Generated from solutions/ by `python -m graphcourse.build_exercises`: do not edit here.",
+            "note": "Generated from solutions/ by `python -m graphcourse.authoring.build_exercises`: do not edit here.",
         },
     }
     nb.nbformat, nb.nbformat_minor = 4, 5
@@ -427,7 +427,7 @@ def execute_solutions(solutions_dir: Path = SOLUTIONS_DIR, timeout_s: int = 600,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.build_exercises", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.build_exercises", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when exercises/ differs from what would be written")
     parser.add_argument("--execute", action="store_true", help="first run solutions/ in place with nbclient (stores their outputs)")
     parser.add_argument("--only", action="append", default=[], metavar="NOTEBOOK",
@@ -445,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
             for p in problems:
                 print(f"stale: {p}", file=sys.stderr)
             if problems:
-                print("exercises/ is out of date: run `python -m graphcourse.build_exercises`", file=sys.stderr)
+                print("exercises/ is out of date: run `python -m graphcourse.authoring.build_exercises`", file=sys.stderr)
                 return 1
             print(f"{args.out} is up to date with {args.solutions}")
             return 0

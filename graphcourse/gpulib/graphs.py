@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from toygraph.buckets import EagerFallbackWarning, bucket_for, check_buckets, padding_report, PaddingReport
 
-from .errors import BatchShapeError, NoCudaError
+from ..errors import BatchShapeError, NoCudaError
 
 __all__ = [
     "BucketReport",
@@ -375,7 +375,7 @@ class BucketedRunner:
                 raise BatchShapeError(
                     "a runner over a KV cache needs each row's cache slot as the step's last input (a long "
                     "tensor), so that padded rows write cache.pad_slot and never a live sequence's rows: "
-                    "use graphcourse.gpu.decode_runner, or add a slots input to your step."
+                    "use graphcourse.gpulib.graphs.decode_runner, or add a slots input to your step."
                 )
             pads = (*pads[:-1], cache.pad_slot)
         if len(pads) != len(examples):
@@ -471,7 +471,7 @@ def show_progress(progress: bool | None = None) -> bool:
     """Whether to draw a progress bar: `progress` if given, else only when stderr is a terminal.
 
     In a notebook a tqdm widget's stored text reads "0%" forever once the notebook is saved,
-    so by default lessons draw no bar; ``python -m graphcourse.bench`` in a terminal does.
+    so by default lessons draw no bar; ``python -m graphcourse.gpulib.bench`` in a terminal does.
     """
     return sys.stderr.isatty() if progress is None else bool(progress)
 

@@ -1,7 +1,7 @@
 """Lesson 03's helpers: a toy result beside the real one, live GPU demonstrations, and captures meant to fail in a child.
 
 Every demonstration runs live on a CUDA GPU; on a CPU the lessons show what the course's own
-benchmark run recorded of it (``python -m graphcourse.bench`` stores them in the 'facts'
+benchmark run recorded of it (``python -m graphcourse.gpulib.bench`` stores them in the 'facts'
 section of data/gpu_reference.json, with the run's provenance), never hand-typed text.
 
 A failed CUDA-graph capture can leave the CUDA context unusable for the rest of the process, so
@@ -52,10 +52,10 @@ def side_by_side(toy: Any, real: Any, real_name: str = "torch.cuda.graph") -> st
 
 
 def memory_per_bucket_live(buckets: Sequence[int] = (1, 2, 4, 8, 16, 32, 64)) -> dict[str, Any]:
-    """On a GPU: the tiny GPT's decode step, memory added by each bucket's capture (graphcourse.gpu.capture_memory)."""
+    """On a GPU: the tiny GPT's decode step, memory added by each bucket's capture (graphcourse.gpulib.graphs.capture_memory)."""
     import torch
 
-    from .gpu import TinyGPT, as_device_position, capture_memory
+    from ..gpulib.graphs import TinyGPT, as_device_position, capture_memory
 
     model = TinyGPT().cuda()
     cache = model.new_cache(max(buckets))
@@ -95,7 +95,7 @@ def two_graphs_one_pool(n: int = 4096, share_pool: bool = True) -> TwoGraphs:
     """
     import torch
 
-    from .gpu import require_cuda
+    from ..gpulib.graphs import require_cuda
 
     require_cuda("capturing two graphs")
     x1, x2 = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
@@ -143,7 +143,7 @@ def graphed_alias_lines() -> str:
     """Lesson 03: make_graphed_callables returns detached aliases of one static output, and runs eagerly when .training differs."""
     import torch
 
-    from .gpu import require_cuda
+    from ..gpulib.graphs import require_cuda
 
     require_cuda("make_graphed_callables")
     torch.manual_seed(0)
@@ -165,7 +165,7 @@ def graphed_alias_lines() -> str:
 
 WARMUP_STREAM_SNIPPET = '''
 import torch
-from graphcourse.gpu import pool_memory
+from graphcourse.gpulib.graphs import pool_memory
 w = torch.randn(512, 512, device="cuda")
 x = torch.randn(64, 512, device="cuda")
 
@@ -209,7 +209,7 @@ def cond_capture_demo() -> dict[str, Any]:
         return {**info, "supported": False, "reason": f"no torch._higher_order_ops.cudagraph_conditional_nodes ({exc})"}
     if not hasattr(torch.cuda.CUDAGraph, "begin_capture_to_if_node"):
         return {**info, "supported": False, "reason": "torch.cuda.CUDAGraph has no begin_capture_to_if_node"}
-    from .gpu import require_cuda
+    from ..gpulib.graphs import require_cuda
 
     require_cuda("capturing torch.cond")
     x = torch.ones(4, device="cuda")
@@ -237,21 +237,21 @@ def cond_capture_demo() -> dict[str, Any]:
 
 def recorded_fact(name: str, data: dict[str, Any] | None = None) -> Any:
     """One live demonstration as the course's own benchmark run recorded it (data/gpu_reference.json, section 'facts')."""
-    from .errors import ReferenceDataError
+    from ..errors import ReferenceDataError
     from .reference import section
 
     facts = section("facts", data)
     if name not in facts:
         raise ReferenceDataError(
             f"the recorded facts have no {name!r} (they have: {', '.join(facts)}): re-run "
-            f"`python -m graphcourse.bench` on a GPU to record it."
+            f"`python -m graphcourse.gpulib.bench` on a GPU to record it."
         )
     return facts[name]
 
 
 def live_or_recorded_text(live: Any, fact: str, what: str, show: Any = str) -> None:
     """Print `live()` on a CUDA GPU; elsewhere print the recorded fact `fact` through `show`, labelled with its run."""
-    from .errors import GraphCourseError
+    from ..errors import GraphCourseError
     from .reference import load_reference, recorded_label
     from .teaching import cuda_here
 

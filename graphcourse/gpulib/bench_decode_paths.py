@@ -1,6 +1,6 @@
 """Decode paths of lessons 07 and 08 on a GPU, written to data/decode_paths.json.
 
-Run on a CUDA machine: ``python -m graphcourse.bench_decode_paths [--out data/decode_paths.json] [--quick]``.
+Run on a CUDA machine: ``python -m graphcourse.gpulib.bench_decode_paths [--out data/decode_paths.json] [--quick]``.
 For each batch size it greedy-decodes the same run of tokens with the course's tiny GPT along
 every path: eager; one graph per step (K = 1); K steps per graph; torch.compile default mode
 (fused kernels, launched one by one); reduce-overhead (fused kernels in CUDAGraph Trees); the
@@ -45,7 +45,7 @@ TARGET_RATIO_MAX = 0.9  # issue 12: best path at or below 0.9x reduce-overhead's
 
 def default_path() -> Path:
     """data/decode_paths.json at the repository root."""
-    return Path(__file__).resolve().parent.parent / "data" / DATA_FILE
+    return Path(__file__).resolve().parents[2] / "data" / DATA_FILE
 
 
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": shlex.join(["python", "-m", "graphcourse.bench_decode_paths", *argv]),
+        "command": shlex.join(["python", "-m", "graphcourse.gpulib.bench_decode_paths", *argv]),
         "quick": quick,
         "timing": "per path and repeat: greedy-decode `tokens` tokens from position 0 after a reset; "
         "us_per_token = wall time from the first launch to torch.cuda.synchronize() after the last, over "
@@ -132,7 +132,7 @@ def _loop_path(name: str, model: Any, batch: int, make_step: Callable[..., Calla
                clone: bool) -> tuple[Path_, Any]:
     import torch
 
-    from .gpu import as_device_position
+    from .graphs import as_device_position
 
     cache = model.new_cache(batch)
     tokens = torch.zeros(batch, dtype=torch.long, device=DEVICE)
@@ -264,7 +264,7 @@ def bench_batch(batch: int, ks: Sequence[int], compiled_ks: Sequence[int], token
     import torch
     from tqdm.auto import tqdm
 
-    from .gpu import TinyGPT, kernel_profile, show_progress
+    from .graphs import TinyGPT, kernel_profile, show_progress
 
     torch._dynamo.reset()
     _allow_recompiles()
@@ -308,7 +308,7 @@ def _kernel_counts(model: Any, batch: int, kernel_profile: Callable[..., Any]) -
     import torch
 
     from .compiled import compiled_loop_step, eager_loop_step
-    from .gpu import as_device_position
+    from .graphs import as_device_position
 
     out = {}
     for name, make in (("eager", eager_loop_step),
@@ -332,7 +332,7 @@ def bench_if_node(batch: int = 8, k: int = 16, replays: int = 30) -> dict[str, A
     import torch
 
     from .device_loop import MultiStepDecoder, conditional_nodes_supported
-    from .gpu import TinyGPT, cuda_time_us
+    from .graphs import TinyGPT, cuda_time_us
 
     if not conditional_nodes_supported():
         return {"supported": False, "reason": f"torch {torch.__version__}, CUDA {torch.version.cuda}: "
@@ -376,7 +376,7 @@ def bench_traces(steps: int = 2) -> dict[str, Any]:
 
     from .compiled import compiled_loop_step, eager_loop_step
     from .device_loop import MultiStepDecoder
-    from .gpu import TinyGPT, as_device_position
+    from .graphs import TinyGPT, as_device_position
     from .real_trace import profile_steps, trace_summary
 
     torch._dynamo.reset()
@@ -461,7 +461,7 @@ def _section_in_child(here: str, key: str, quick: bool, timeout_s: float = 600.0
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / f"{key}.json"
-        cmd = [sys.executable, "-m", "graphcourse.bench_decode_paths", "--sections", here,
+        cmd = [sys.executable, "-m", "graphcourse.gpulib.bench_decode_paths", "--sections", here,
                "--out", str(out), *(["--quick"] if quick else [])]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         if not out.is_file():
@@ -532,7 +532,7 @@ def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str],
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure on the GPU and write JSON, or refuse in one line without CUDA."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.bench_decode_paths",
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_decode_paths",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=default_path(), help="JSON file to write")
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
@@ -547,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print("graphcourse.bench_decode_paths: no CUDA GPU here (torch.cuda.is_available() is False), so nothing "
+        print("graphcourse.gpulib.bench_decode_paths: no CUDA GPU here (torch.cuda.is_available() is False), so nothing "
               f"was measured; run it on a GPU machine; lessons 07 and 08 show data/{DATA_FILE}", file=sys.stderr)
         return NO_CUDA_EXIT
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """Build the toy lessons and exercises as a JupyterLite site: Python in the browser (Pyodide), nothing installed.
 
-`python -m graphcourse.lite` (or `make lite`) builds build/lite/ from registry packages only,
-and `python -m graphcourse.lite --serve` serves it on http://127.0.0.1:8000/. Where each piece
+`python -m graphcourse.authoring.lite` (or `make lite`) builds build/lite/ from registry packages only,
+and `python -m graphcourse.authoring.lite --serve` serves it on http://127.0.0.1:8000/. Where each piece
 comes from:
 
 - JupyterLite itself and its Pyodide kernel: the PyPI packages jupyterlite-core and
@@ -46,10 +46,10 @@ from pathlib import Path
 
 import nbformat
 
-from .errors import GraphCourseError
+from ..errors import GraphCourseError
 from .site import alt_for_cell, unfold_widgets
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "build" / "lite"
 DEFAULT_WORK = ROOT / "build" / "lite-src"
 CACHE = ROOT / "build" / "lite-cache"
@@ -59,11 +59,11 @@ KERNEL_NEEDS = ("micropip", "packaging", "ipython", "jedi", "comm")
 """What the Pyodide kernel loads when it starts (its worker: micropip, then ipykernel, comm, jedi, ipython)."""
 EXTRA_WHEELS = {"comm": "comm"}
 """Packages the kernel needs that pyodide-lock.json does not list: PyPI name by lock name."""
-FIGURE_MODULES = ("matplotlib", "graphcourse.plots", "graphcourse.widgets", "graphcourse.decode")
+FIGURE_MODULES = ("matplotlib", "graphcourse.lessons.plots", "graphcourse.lessons.widgets", "graphcourse.lessons.decode")
 """Modules that draw figures: the browser has no matplotlib, so cells importing them are shown as stored."""
 CALLS_NEED = {"plot_paths": "matplotlib", "graph_partition_flag": "torch"}
 """Functions of modules shipped to the browser that import, when called, a module the browser lacks
-(graphcourse.decode_paths.plot_paths draws with matplotlib, graphcourse.compiled.graph_partition_flag reads torch's
+(graphcourse.lessons.decode_paths.plot_paths draws with matplotlib, graphcourse.gpulib.compiled.graph_partition_flag reads torch's
 config): the lines that call one are shown as recorded, the rest of their cell runs."""
 NBVAL_COMMENT = re.compile(r"^\s*#\s*NBVAL_\w+\s*$")
 
@@ -225,7 +225,7 @@ def _strip_nbval(cell: nbformat.NotebookNode) -> None:
 
 
 COLAB_SETUP = "colab-setup"
-"""Id and tag of the lessons' Colab-only set-up cell (graphcourse.nav writes it); the browser copies leave it out."""
+"""Id and tag of the lessons' Colab-only set-up cell (graphcourse.authoring.nav writes it); the browser copies leave it out."""
 
 
 def colab_only(cell: nbformat.NotebookNode) -> bool:
@@ -628,7 +628,7 @@ def prepare_pyodide(static: Path) -> dict[str, list[str]]:
         modules[mod] = init if init.exists() else ROOT.joinpath(*parts).with_suffix(".py")
     packages = sorted({m if modules[m].name == "__init__.py" else m.rsplit(".", 1)[0] for m in modules})
     # the recorded GPU results the lessons read (gpu_reference.json, decode_paths.json for lessons 07 and 08),
-    # installed as site-packages/data/, where graphcourse.reference and graphcourse.decode_paths look for them
+    # installed as site-packages/data/, where graphcourse.lessons.reference and graphcourse.lessons.decode_paths look for them
     data = {f"data/{path.name}": path for path in sorted((ROOT / "data").glob("*.json"))}
     course = build_course_wheel("graphcourse", packages, modules, pyodide, data)
     keep["graphcourse"] = _lock_entry(course, "graphcourse", ["graphcourse"], ["toygraph"])
@@ -723,7 +723,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 def serve(out: Path = DEFAULT_OUT, port: int = 8000) -> None:
     """Serve the built site on http://127.0.0.1:port/ until Ctrl-C."""
     if not (out / "index.html").exists():
-        raise LiteError(f"nothing built at {out}: run `python -m graphcourse.lite` (make lite) first.")
+        raise LiteError(f"nothing built at {out}: run `python -m graphcourse.authoring.lite` (make lite) first.")
     handler = functools.partial(_Handler, directory=str(out))
     with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
         print(f"The toy lessons in the browser: http://127.0.0.1:{port}/lab/index.html (Ctrl-C to stop)")
@@ -735,7 +735,7 @@ def serve(out: Path = DEFAULT_OUT, port: int = 8000) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: build (default), --serve, or both."""
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.lite", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.lite", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the site goes (default build/lite)")
     parser.add_argument("--serve", action="store_true", help="serve the site after building it")
     parser.add_argument("--no-build", action="store_true", help="only serve what is built")
