@@ -65,6 +65,10 @@ EXERCISE_AFTER = {
     "ex10_baked_values": "06",
     "ex11_keep_compiled_outputs": "07",
     "ex12_k_steps_with_eos": "08",
+    "ex13_capture_sizes": "09",
+    "ex14_dropout_per_replay": "10",
+    "ex15_side_stream_device": "10",
+    "ex16_fork_join": "10",
 }
 # What moves out of the room (to before the workshop, or to homework) while the plan is over
 # budget, in this order. Once it fits, what moved out is offered back, last moved first, and
@@ -74,6 +78,10 @@ MOVE_OUT = [
     ("lesson", "00", "before the workshop, with the set-up checklist"),
     ("lesson", "09", "after the workshop: a follow-up session for those who serve models (capture sizes, "
                      "capture cost, piecewise graphs)"),
+    ("exercise", "ex16_fork_join", "after the workshop, with lesson 10"),
+    ("exercise", "ex15_side_stream_device", "after the workshop, with lesson 10"),
+    ("exercise", "ex14_dropout_per_replay", "after the workshop, with lesson 10"),
+    ("exercise", "ex13_capture_sizes", "after the workshop, with lesson 09"),
     ("exercise", "ex12_k_steps_with_eos", "after the workshop, with lesson 08"),
     ("exercise", "ex11_keep_compiled_outputs", "after the workshop, with lesson 07"),
     ("lesson", "08", "after the workshop: a follow-up session or self-study (conditional nodes, CUDA 12.4+)"),
@@ -412,10 +420,15 @@ class Item:
 def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list[Item]]:
     """(the plan in the room, what moved out of it), fitted into BUDGET minutes."""
     last = les[-1].number if les else "06"
+    numbers = {x.number for x in les}
+
+    def after(exercise_id: str) -> str:  # its lesson, or the last one while its lesson is not in the course
+        lesson = EXERCISE_AFTER.get(exercise_id, last)
+        return lesson if lesson in numbers else last
     items = [Item("intro", "intro", "Welcome: the theatre picture, the plan, who has a GPU", INTRO)]
     for les in les:
         items.append(Item("lesson", les.number, les.title, _m(les.minutes), link=f"../../notebooks/{les.path.name}"))
-        block = [e for e in exs if EXERCISE_AFTER.get(e.id, last) == les.number]
+        block = [e for e in exs if after(e.id) == les.number]
         for e in block:
             note = "" if e.id in EXERCISE_AFTER else "placed last: give it a place in EXERCISE_AFTER"
             items.append(Item("exercise", e.id, f"{e.id}: {e.title} ({e.points} points)", _m(e.minutes),
@@ -447,7 +460,7 @@ def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list
     # out stays out: where it goes, before or after the workshop, is a decision, not a filler.)
     in_room = {x.key for x in items if x.kind == "lesson"}
     for i in reversed(list(moved)):  # an exercise comes back only with its lesson in the room
-        if i.kind == "exercise" and EXERCISE_AFTER.get(i.key, last) in in_room and total(items + [i]) <= BUDGET:
+        if i.kind == "exercise" and after(i.key) in in_room and total(items + [i]) <= BUDGET:
             moved.remove(i)
             i.note = "" if i.kind != "exercise" or i.key in EXERCISE_AFTER else \
                 "placed last: give it a place in EXERCISE_AFTER"

@@ -1,0 +1,34 @@
+# misconception: the largest capture size need not hold the largest batch: keep the candidates up to it
+# source: plausible (rounding the plan down); lesson 04 "Above the largest bucket" (those batches run eagerly)
+# targets: largest_needed
+def build_lookup(sizes, max_batch):
+    ordered = sorted(set(sizes))
+    table, i = [0], 0
+    for n in range(1, max_batch + 1):
+        while i < len(ordered) and ordered[i] < n:
+            i += 1
+        table.append(ordered[i] if i < len(ordered) else None)
+    return table
+
+
+def padding_waste(traffic, sizes):
+    table = build_lookup(sizes, max(traffic, default=0))
+    computed = wasted = 0
+    for n, steps in traffic.items():
+        size = table[n]
+        if size is None:
+            continue
+        computed += steps * size
+        wasted += steps * (size - n)
+    return wasted / computed if computed else 0.0
+
+
+def choose_sizes(traffic, candidates, budget_mib):
+    keep = [c for c in sorted(set(candidates)) if c <= max(traffic)] or sorted(set(candidates))[:1]
+    order = sorted(keep, reverse=True)
+    while pool_mib(order) > budget_mib:
+        if len(order) == 1:
+            raise ValueError("even the largest graph alone is over the budget")
+        drop = min(order[1:], key=lambda s: (padding_waste(traffic, [o for o in order if o != s]), s))
+        order.remove(drop)
+    return order
