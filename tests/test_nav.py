@@ -18,13 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_repository_is_one_setting_in_pyproject(tmp_path):
-    repo, branch = nav.repository()
-    assert repo.startswith("https://github.com/") and branch
+    published = tmp_path / "published.toml"
+    published.write_text('[tool.graphcourse]\nrepository = "https://github.com/a/course.git"\nbranch = "dev"\n')
+    repo, branch = nav.repository(published)
+    assert (repo, branch) == ("https://github.com/a/course", "dev")
     url = nav.colab_url(ROOT / "notebooks" / "03_real_cuda_graphs.ipynb", repo, branch)
     assert url == (f"https://colab.research.google.com/github/{repo.removeprefix('https://github.com/')}"
                    f"/blob/{branch}/notebooks/03_real_cuda_graphs.ipynb")
     bad = tmp_path / "pyproject.toml"
-    bad.write_text('[project.urls]\nRepository = "https://gitlab.com/x/y"\n')
+    bad.write_text('[tool.graphcourse]\nrepository = "https://gitlab.com/x/y"\n')
     with pytest.raises(ValueError, match="must be a GitHub URL"):
         nav.repository(bad)
 
@@ -100,3 +102,34 @@ def test_nav_on_a_copy_of_the_lessons_is_idempotent(tmp_path, monkeypatch):
         # answers on purpose (graphcourse.authoring.execute.STRIP_TAG); every other code cell is stored executed
         kept = [c for c in nb.cells if c.cell_type == "code" and STRIP_TAG not in c.metadata.get("tags", [])]
         assert all(c.execution_count for c in kept), "stored as executed"
+
+
+def test_an_unpublished_course_links_to_no_repository(tmp_path):
+    """With [tool.graphcourse] repository empty, no lesson links to Colab or clones anything."""
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.graphcourse]\nrepository = ""\nbranch = "main"\n')
+    repo, branch = nav.repository(pyproject)
+    assert repo is None and branch == "main"
+    path = ROOT / "notebooks" / "05_decode_loop.ipynb"
+    link = nav.colab_link_source(path, repo, branch)
+    assert "colab.research.google.com" not in link and "make nav" in link
+    setup = nav.colab_setup_source(path, repo, branch)
+    assert "git" not in setup and 'if "google.colab" in sys.modules:' in setup
+    exec(compile(setup, "colab-setup", "exec"), {})  # off Colab it does nothing
+
+
+def test_a_repository_that_is_not_github_is_refused_with_the_fix(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.graphcourse]\nrepository = "gitlab.com/a/b"\n')
+    with pytest.raises(ValueError, match="must be a GitHub URL"):
+        nav.repository(pyproject)
+
+
+def test_the_stored_lessons_follow_the_setting():
+    """The lessons' Colab cells are what `make nav` writes from pyproject.toml now."""
+    repo, branch = nav.repository()
+    for path in nav.lessons():
+        nb = nbformat.read(path, as_version=4)
+        by_id = {c.get("id"): c for c in nb.cells}
+        assert by_id[nav.COLAB_LINK_ID].source == nav.colab_link_source(path, repo, branch), path.name
+        assert by_id[nav.COLAB_SETUP_ID].source == nav.colab_setup_source(path, repo, branch), path.name

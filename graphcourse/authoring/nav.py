@@ -11,7 +11,9 @@ rewritten when the repository setting changes.
 The links are relative paths to files of the repository (``02_launch_tax.ipynb``,
 ``../README.md``): they work in JupyterLab serving the repository root (``make lab``) and on
 GitHub. The Colab link and the set-up cell are made from ONE setting, the repository URL in
-pyproject.toml's ``[project.urls] Repository`` (and ``[tool.graphcourse] branch``).
+pyproject.toml's ``[tool.graphcourse] repository`` (and ``branch``). While it is empty (the course
+is not published yet) the link cell says so and the set-up cell, on Colab, says how to get the
+course there: no lesson links to a repository that does not exist.
 """
 
 from __future__ import annotations
@@ -30,16 +32,20 @@ COLAB_LINK_ID, COLAB_SETUP_ID = "colab-link", "colab-setup"
 CLONE_DIR = "/content/cuda-graphs-course"  # where the set-up cell puts the course on Colab
 
 
-def repository(pyproject: Path = ROOT / "pyproject.toml") -> tuple[str, str]:
-    """(repository URL, branch): the one setting behind the Colab links, from pyproject.toml."""
+def repository(pyproject: Path = ROOT / "pyproject.toml") -> tuple[str | None, str]:
+    """(repository URL or None while unset, branch): the one setting behind the Colab links, from pyproject.toml."""
     with open(pyproject, "rb") as f:
         data = tomllib.load(f)
-    url = data.get("project", {}).get("urls", {}).get("Repository", "")
-    branch = data.get("tool", {}).get("graphcourse", {}).get("branch", "main")
+    settings = data.get("tool", {}).get("graphcourse", {})
+    url = str(settings.get("repository", "")).strip()
+    branch = settings.get("branch", "main")
+    if not url:
+        return None, branch
     m = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?/?", url)
     if not m:
-        raise ValueError(f"pyproject.toml [project.urls] Repository must be a GitHub URL "
-                         f"(https://github.com/OWNER/NAME); found {url!r}")
+        raise ValueError(f"pyproject.toml [tool.graphcourse] repository must be a GitHub URL "
+                         f"(https://github.com/OWNER/NAME), or empty while the course is not published; "
+                         f"found {url!r}")
     return f"https://github.com/{m.group(1)}/{m.group(2)}", branch
 
 
@@ -49,14 +55,34 @@ def colab_url(path: Path, repo: str, branch: str) -> str:
     return f"https://colab.research.google.com/github/{repo.removeprefix('https://github.com/')}/blob/{branch}/{rel}"
 
 
-def colab_link_source(path: Path, repo: str, branch: str) -> str:
+UNPUBLISHED_LINK = (
+    "**On a free GPU (Colab):** this copy of the course is not published on GitHub yet, so it has no "
+    "\"Open in Colab\" link. Whoever publishes it sets `repository` under `[tool.graphcourse]` in "
+    "pyproject.toml and runs `make nav`; the link then appears here. Until then, the GPU parts run on any "
+    "machine with an NVIDIA GPU (README, \"Set-up\"), and on a machine without one they show the "
+    "figures recorded on the H200.")
+
+
+def colab_link_source(path: Path, repo: str | None, branch: str) -> str:
+    if repo is None:
+        return UNPUBLISHED_LINK
     return (f"[Open in Colab]({colab_url(path, repo, branch)}) to run this lesson on a free GPU: "
             "the next cell installs the course there (anywhere else it does nothing).")
 
 
-def colab_setup_source(path: Path, repo: str, branch: str) -> str:
+def colab_setup_source(path: Path, repo: str | None, branch: str) -> str:
     """The first code cell: on Colab only, fetch the course, install it, and work from its notebook folder."""
     folder = Path(path).resolve().parent.relative_to(ROOT).as_posix()
+    if repo is None:
+        return f'''# On Google Colab only (anywhere else this cell does nothing): this copy of the course
+# names no public repository yet, so the cell cannot fetch the course; it says what to do.
+import sys
+
+if "google.colab" in sys.modules:
+    print("This notebook needs the course's packages (toygraph, graphcourse). Upload the course's "
+          "folder to Colab, run `pip install -e <that folder>`, then run this notebook from its "
+          "{folder}/ folder.")
+'''.rstrip("\n")
     return f'''# On Google Colab only (anywhere else this cell does nothing): fetch the course, install it,
 # and run from its {folder}/ folder, so the GPU parts run live on Colab's GPU.
 import sys
@@ -90,7 +116,7 @@ def _shift_counts(nb, by: int = 1) -> None:
                     out.execution_count += by
 
 
-def colab_cells(nb, path: Path, repo: str, branch: str) -> bool:
+def colab_cells(nb, path: Path, repo: str | None, branch: str) -> bool:
     """Insert (after the top navigation cell) or refresh the Colab link and set-up cells; True when changed."""
     link, setup = colab_link_source(path, repo, branch), colab_setup_source(path, repo, branch)
     by_id = {c.get("id"): c for c in nb.cells}
