@@ -27,6 +27,7 @@ import json as _json
 import random as _random
 import sys as _sys
 import threading as _threading
+import warnings as _warnings
 
 # Bound once, when the grader's preamble imports this module before any learner code runs.
 _type, _len, _isinstance, _str, _list, _dict, _sorted = type, len, isinstance, str, list, dict, sorted
@@ -239,6 +240,8 @@ def _snapshot() -> dict:
     snap["hooks"] = (_id(_sys.displayhook), _len(_sys.meta_path), _len(_sys.path_hooks),
                      _len(_getattr(_sys, "audit_hooks", ()) or ()))
     snap["threads"] = _len(_threading.enumerate())
+    snap["warnings"] = (_id(_getattr(_warnings, "showwarning", None)), _id(_getattr(_warnings, "warn", None)),
+                        _id(_getattr(_warnings, "formatwarning", None)), _id(_getattr(_warnings, "warn_explicit", None)))
     course = {}
     for name, mod in _list(_sys.modules.items()):
         if not (name == "toygraph" or name.startswith("toygraph.") or name.startswith("graphcourse")):
@@ -285,6 +288,25 @@ def _differences(before: dict, after: dict) -> list[str]:
         else:
             out.append(f"{key} changed")
     return out
+
+
+def _save_process_state() -> None:
+    """Right after the preamble of a fresh kernel: remember the warning filters, for _restore_process_state."""
+    _state.warning_filters = _tuple(_warnings.filters)
+
+
+def _restore_process_state() -> None:
+    """Between two exercises in one kernel: the warning filters as the fresh kernel had them.
+
+    A namespace reset leaves module state alone; an answer that appended to warnings.filters (which no
+    snapshot flags, since importing a library may do the same) would otherwise change what a later
+    exercise's checks see."""
+    saved = _getattr(_state, "warning_filters", None)
+    if saved is not None:
+        _warnings.filters[:] = _list(saved)
+        mutated = _getattr(_warnings, "_filters_mutated", None)  # the module's cache of filters (3.11-3.13)
+        if mutated is not None:
+            mutated()
 
 
 def _baseline() -> None:

@@ -235,6 +235,7 @@ def preamble(modules: list[str]) -> str:
              "        _gc_importlib.import_module(_gc_m)",
              "    except Exception:",
              "        pass",
+             "_gc_observe._save_process_state()",
              "del _gc_importlib, _gc_m, _gc_observe"]
     return "\n".join(lines)
 
@@ -287,7 +288,8 @@ def verify(outputs: list, key: str, check: str) -> tuple[dict | None, dict, list
     return payload["obs"], hints, flags, ""
 
 
-RESET = "get_ipython().reset(new_session=False)"
+RESET = ("get_ipython().reset(new_session=False)\n"
+         "import graphcourse.grading.observe as _gc_observe\n_gc_observe._restore_process_state()\ndel _gc_observe")
 
 
 class Session:
