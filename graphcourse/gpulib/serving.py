@@ -40,6 +40,7 @@ __all__ = [
     "ServingDecoder",
     "capture_list",
     "decode_step_fn",
+    "eager_ops_per_step",
     "memory_now",
 ]
 
@@ -424,3 +425,48 @@ def kv_rows_touched(before: StaticKVCache, after: StaticKVCache) -> list[int]:
 def clone_cache(cache: StaticKVCache) -> StaticKVCache:
     """A copy of a cache (keys, values, live slot count)."""
     return StaticKVCache(cache.k.clone(), cache.v.clone(), cache.live_slots)
+
+
+def eager_ops_per_step(decoder: PiecewiseDecoder) -> dict[str, Any]:
+    """The torch operators a piecewise step runs eagerly, outside its graphs, counted on this machine.
+
+    Counts ATen operators (``TorchDispatchMode``) while the decoder builds its mask, runs one
+    layer's attention (cache write, gather, attention, copy into the piece buffer) and clones the
+    output. An operator is not a kernel: on a GPU one operator may launch several kernels (the
+    kernels are counted with a profiler on the GPU, not here). Returns the per-layer and per-step
+    operator names and counts for a decoder built with ``capture=False`` (any device).
+    """
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Count(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: Counter[str] = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.ops[str(func.overloadpacket.__name__)] += 1
+            return func(*args, **(kwargs or {}))
+
+    if decoder.captured:
+        raise ValueError("count the eager operators on a decoder built with capture=False.")
+    decoder(decoder.tokens.clone(), decoder.slots.clone())  # fills the pieces' outputs
+    with _Count() as per_step:
+        mask = _attention_mask(decoder.model, decoder.pos, decoder.cache.k.dtype)
+        decoder.outputs[decoder.n_layers][0].clone()
+    with _Count() as per_layer:
+        decoder._attention(0, mask)
+    n = decoder.n_layers
+
+    def compute(ops: Counter[str]) -> dict[str, int]:
+        return {k: v for k, v in ops.items() if k not in VIEW_OPS}
+
+    layer, step = compute(per_layer.ops), compute(per_step.ops)
+    return {"per_layer": layer, "per_step": step, "n_layers": n,
+            "ops_per_step": n * sum(layer.values()) + sum(step.values())}
+
+
+VIEW_OPS = frozenset({"view", "_unsafe_view", "unsqueeze", "squeeze", "expand", "select", "slice", "as_strided",
+                      "reshape", "t", "transpose", "permute", "detach", "alias"})
+"""ATen operators that only make a new view of a tensor (no kernel): left out of :func:`eager_ops_per_step`."""

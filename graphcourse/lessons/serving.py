@@ -64,8 +64,51 @@ SOURCES: dict[str, dict[str, str]] = {
         "file": "python/sglang/srt/model_executor/cuda_graph_runner.py",
         "function": "get_batch_sizes_to_capture, CudaGraphRunner.capture, can_run, replay_prepare",
     },
+    "sglang_capture_failed": {
+        "repo": "sgl-project/sglang", "commit": "(read in the source index, several versions)",
+        "file": "python/sglang/srt/model_executor/cuda_graph_runner.py", "function": "CUDA_GRAPH_CAPTURE_FAILED_MSG",
+    },
+    "caching_allocator": {
+        "repo": "pytorch/pytorch", "commit": "001074d25084fdb87a799823e395a50f5ec044d3",
+        "file": "c10/cuda/CUDACachingAllocator.cpp",
+        "function": "kSmallSize, kSmallBuffer, kMinLargeAlloc, kLargeBuffer, kRoundLarge",
+    },
 }
 """Where each rule of this module was read (repository, commit, file, function)."""
+
+SGLANG_CAPTURE_FAILED_ADVICE: tuple[str, ...] = (
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
+    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)",
+    "3. disable torch compile by not using --enable-torch-compile",
+    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)",
+)
+"""SGLang's ``CUDA_GRAPH_CAPTURE_FAILED_MSG`` (``cuda_graph_runner.py``), its "Possible solutions" verbatim.
+
+Newer SGLang moved it (``runner_backend_utils``) and renamed the flags ``--cuda-graph-max-bs-decode`` and
+``--cuda-graph-backend-decode=disabled``; the order, memory fraction first, is the same."""
+
+# c10/cuda/CUDACachingAllocator.cpp (SOURCES["caching_allocator"]): the caching allocator's segment sizes.
+K_SMALL_SIZE = 1048576  # kSmallSize: largest "small" allocation is 1 MiB
+K_SMALL_BUFFER = 2097152  # kSmallBuffer: "small" allocations are packed in 2 MiB blocks
+K_MIN_LARGE_ALLOC = 10485760  # kMinLargeAlloc: allocations between 1 and 10 MiB may use kLargeBuffer
+K_LARGE_BUFFER = 20971520  # kLargeBuffer: "large" allocations may be packed in 20 MiB blocks
+K_ROUND_LARGE = 2097152  # kRoundLarge: round up large allocations to 2 MiB
+
+
+def segment_bytes(request_bytes: int) -> int:
+    """Size of the segment the caching allocator cudaMallocs for one request when no cached block fits.
+
+    ``CUDACachingAllocator.cpp`` (``get_allocation_size``): a request of at most 1 MiB gets a 2 MiB
+    small-pool segment; one below 10 MiB a 20 MiB segment; a larger one is rounded up to 2 MiB.
+    (Block rounding to 512 B and ``max_split_size`` and expandable segments are left out.)
+    """
+    if request_bytes < 0:
+        raise ValueError("a request is at least 0 bytes.")
+    if request_bytes <= K_SMALL_SIZE:
+        return K_SMALL_BUFFER
+    if request_bytes < K_MIN_LARGE_ALLOC:
+        return K_LARGE_BUFFER
+    return K_ROUND_LARGE * math.ceil(request_bytes / K_ROUND_LARGE)
 
 
 # --------------------------------------------------------------------------- vLLM
@@ -284,32 +327,49 @@ def capture_cost_model(sec: Mapping[str, Any] | None) -> tuple[ToyCaptureCost, s
     """The toy capture-cost model fitted to the recorded per-size rows when there are any, else its assumed prices."""
     rows = list((sec or {}).get("per_size") or [])
     if len(rows) >= 2:
-        return fit_capture_cost(rows), "fitted to the recorded captures"
+        return fit_capture_cost(rows), ("capture ms: a line fitted to the recorded per-size captures; pool bytes "
+                                        "per row: the slope of a line through recorded pool bytes that are a step "
+                                        "function of allocator segments (an average, not a price)")
     return ToyCaptureCost(), "assumed (not recorded yet)"
 
 
-def choose_sizes(rows: Iterable[TradeoffRow], *, memory_budget_bytes: float = math.inf,
-                 capture_budget_s: float = math.inf) -> TradeoffRow:
-    """The list with the least padding waste whose recorded shared-pool memory and capture time fit the budgets.
+POOLS = {"shared": "one shared pool, largest first", "private": "a pool per graph"}
+"""The memory column the chooser reads: the engines' way (shared) or a pool per graph (private)."""
 
-    Ties go to fewer graphs. A list without recorded figures fits no finite budget. Raises
-    ValueError, naming the cheapest list, when none fits.
+
+def _pool_bytes(r: TradeoffRow, pool: str) -> int | None:
+    return r.shared_bytes if pool == "shared" else r.private_bytes
+
+
+def choose_sizes(rows: Iterable[TradeoffRow], *, memory_budget_bytes: float = math.inf,
+                 capture_budget_s: float = math.inf, pool: str = "shared") -> TradeoffRow:
+    """The list with the least padding waste whose recorded memory and capture time fit the budgets.
+
+    `pool` picks the recorded memory column: "shared" (one pool, largest first, as the engines
+    capture) or "private" (a pool per graph). Ties go to fewer graphs. A list without recorded
+    figures fits no finite budget. Raises ValueError, naming the cheapest list, when none fits.
     """
+    if pool not in POOLS:
+        raise ValueError(f"pool is one of {sorted(POOLS)}, got {pool!r}.")
     rows = list(rows)
     if not rows:
         raise ValueError("no candidate lists to choose from.")
 
     def fits(r: TradeoffRow) -> bool:
-        mem_ok = memory_budget_bytes == math.inf or (r.shared_bytes is not None and r.shared_bytes <= memory_budget_bytes)
+        got = _pool_bytes(r, pool)
+        mem_ok = memory_budget_bytes == math.inf or (got is not None and got <= memory_budget_bytes)
         time_ok = capture_budget_s == math.inf or (r.capture_s is not None and r.capture_s <= capture_budget_s)
         return mem_ok and time_ok
 
     ok = [r for r in rows if fits(r)]
     if not ok:
-        cheapest = min(rows, key=lambda r: (r.shared_bytes or math.inf, r.capture_s or math.inf))
+        cheapest = min(rows, key=lambda r: (_pool_bytes(r, pool) or math.inf, r.capture_s or math.inf))
+        got = _pool_bytes(cheapest, pool)
+        took = "" if got is None else f", {got / 2**20:.1f} MiB"
         raise ValueError(
-            f"no list fits {memory_budget_bytes / 2**20:.1f} MiB and {capture_budget_s:.2f} s; the cheapest is "
-            f"{cheapest.name!r} ({cheapest.n_sizes} sizes): raise a budget or capture fewer sizes."
+            f"no list fits {memory_budget_bytes / 2**20:.1f} MiB ({POOLS[pool]}) and {capture_budget_s:.2f} s; "
+            f"the cheapest is {cheapest.name!r} ({cheapest.n_sizes} sizes{took}): raise a budget, or capture "
+            f"fewer sizes" + (" or a smaller largest size." if pool == "shared" else ".")
         )
     return min(ok, key=lambda r: (r.waste.waste_fraction + r.waste.eager_share, r.n_sizes))
 
@@ -375,26 +435,47 @@ def tradeoff_lines(rows: list[TradeoffRow]) -> list[str]:
     return out
 
 
+def binding_budget(rows: Iterable[TradeoffRow], memory_budget_bytes: float, capture_budget_s: float,
+                   pool: str = "shared") -> str:
+    """Which budget decides, computed from the rows: the lists each budget alone excludes."""
+    rows = list(rows)
+    mem_out = [r.name for r in rows if (_pool_bytes(r, pool) is None and memory_budget_bytes != math.inf)
+               or (_pool_bytes(r, pool) or 0) > memory_budget_bytes]
+    time_out = [r.name for r in rows if (r.capture_s is None and capture_budget_s != math.inf)
+                or (r.capture_s or 0) > capture_budget_s]
+    return (f"the memory budget alone excludes {len(mem_out)} of {len(rows)} lists"
+            + (f" ({', '.join(mem_out)})" if 0 < len(mem_out) < len(rows) else "")
+            + f"; the capture-time budget alone excludes {len(time_out)}"
+            + (f" ({', '.join(time_out)})" if 0 < len(time_out) < len(rows) else ""))
+
+
 def render_tradeoff(memory_budget_mib: float, distribution: Mapping[int, float],
                     recorded: Mapping[str, Any] | None, label: str = "not recorded yet",
-                    capture_budget_s: float = math.inf) -> tuple[str, Any]:
-    """The chooser as a pure function: text naming the best list within the budgets, and the figure."""
+                    capture_budget_s: float = math.inf, pool: str = "shared") -> tuple[str, Any]:
+    """The chooser as a pure function: text naming the best list within the budgets, which budget binds, the figure.
+
+    `pool` is the memory column the memory budget is read against (:data:`POOLS`).
+    """
     rows = tradeoff_rows(distribution, recorded)
+    budget = memory_budget_mib * 2**20
     try:
-        best = choose_sizes(rows, memory_budget_bytes=memory_budget_mib * 2**20, capture_budget_s=capture_budget_s)
-        within = f"{memory_budget_mib:.0f} MiB" + ("" if capture_budget_s == math.inf
-                                                   else f" and {capture_budget_s:.2f} s of capture")
+        best = choose_sizes(rows, memory_budget_bytes=budget, capture_budget_s=capture_budget_s, pool=pool)
+        within = f"{memory_budget_mib:.0f} MiB ({POOLS[pool]})" + (
+            "" if capture_budget_s == math.inf else f" and {capture_budget_s:.2f} s of capture")
         text = (f"within {within}: {best.name!r} ({best.n_sizes} sizes), "
                 f"{100 * best.waste.waste_fraction:.1f}% padding waste")
     except ValueError as exc:
         best, text = None, str(exc)
+    if any(r.capture_s is not None for r in rows):
+        text += "\n" + binding_budget(rows, budget, capture_budget_s, pool)
     return "\n".join([text, *tradeoff_lines(rows)]), tradeoff_figure(rows, label, best.name if best else None)
 
 
 def tradeoff_explorer(distribution: Mapping[int, float], recorded: Mapping[str, Any] | None,
-                      label: str = "not recorded yet", memory_budget_mib: float = 64.0,
-                      capture_budget_s: float = 1.0) -> Any:
-    """Sliders for the memory and capture-time budgets, redrawing :func:`render_tradeoff` (a ``widgets.Explorer``).
+                      label: str = "not recorded yet", memory_budget_mib: float = 160.0,
+                      capture_budget_s: float = 0.3, pool: str = "shared") -> Any:
+    """Sliders for the memory and capture-time budgets and a choice of memory column, redrawing
+    :func:`render_tradeoff` (a ``widgets.Explorer``).
 
     Works without a front end: setting ``explorer.controls["capture_budget_s"].value`` re-renders at once,
     and ``explorer.text`` holds the text shown.
@@ -408,6 +489,7 @@ def tradeoff_explorer(distribution: Mapping[int, float], recorded: Mapping[str, 
                                                     description="memory MiB", continuous_update=False),
         "capture_budget_s": widgets.FloatLogSlider(value=capture_budget_s, base=10, min=-2, max=2, step=0.1,
                                                    description="capture s", continuous_update=False),
+        "pool": widgets.Dropdown(options=[(v, k) for k, v in POOLS.items()], value=pool, description="memory of"),
     }
     return Explorer(controls, render_tradeoff,
                     fixed={"distribution": distribution, "recorded": recorded, "label": label})
@@ -508,3 +590,93 @@ def piecewise_summary(sec: Mapping[str, Any] | None) -> str:
         out.append(f"batch {r['batch']}: piecewise took {words.get(vs_full, vs_full + ' from')} one full graph, "
                    f"and {words.get(vs_eager, vs_eager + ' from')} eager")
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- what the recorded memory shows
+
+
+def _mib(b: float) -> str:
+    return f"{b / 2**20:.0f} MiB"
+
+
+def pool_steps(per_size: Iterable[Mapping[str, Any]]) -> list[tuple[int, int, int]]:
+    """(first size, last size, bytes) for each run of equal recorded ``private_pool_bytes`` (a step function)."""
+    steps: list[list[int]] = []
+    for r in sorted(per_size, key=lambda r: r["size"]):
+        b = int(r["private_pool_bytes"])
+        if steps and steps[-1][2] == b:
+            steps[-1][1] = r["size"]
+        else:
+            steps.append([r["size"], r["size"], b])
+    return [(a, z, b) for a, z, b in steps]
+
+
+def gather_bytes(model: Mapping[str, int], batch: int, itemsize: int = 4) -> int:
+    """Bytes of one layer's attention gather of the cache (``index_select`` of K or V) at `batch`: the step's largest
+    tensor on the tiny GPT, batch x heads x max_len x head_dim x itemsize (float32 by default)."""
+    head_dim = model["d_model"] // model["n_heads"]
+    return batch * model["n_heads"] * model["max_len"] * head_dim * itemsize
+
+
+def first_large_segment_batch(model: Mapping[str, int], max_batch: int, itemsize: int = 4) -> int | None:
+    """The smallest batch whose gather is above kSmallSize, so is served from a large-pool segment (None if none)."""
+    return next((b for b in range(1, max_batch + 1) if gather_bytes(model, b, itemsize) > K_SMALL_SIZE), None)
+
+
+def memory_facts(sec: Mapping[str, Any] | None) -> list[str]:
+    """What the recorded capture memory shows, as sentences computed from the data (nothing typed).
+
+    The shared pool per list against its largest size and against one graph of that size alone;
+    the growth of a pool per graph; capture time per size; and the step function of one graph's
+    pool bytes, with the batch at which the caching allocator's segment size predicts the big step.
+    """
+    if not sec or not sec.get("lists"):
+        return ["capture memory: not recorded yet (run python -m graphcourse.gpulib.bench_serving on a GPU)"]
+    lists = sec["lists"]
+    shared = [r["shared"]["free_drop_bytes"] for r in lists]
+    pool = [r["shared"]["pool_reserved_bytes"] for r in lists]
+    largest = sorted({max(r["sizes"]) for r in lists})
+    n_sizes = [r["n_sizes"] for r in lists]
+    out = [f"one shared pool, largest first: pool segments {_mib(min(pool))} to {_mib(max(pool))}, free memory "
+           f"fallen (median) {_mib(min(shared))} to {_mib(max(shared))}, for every list from {min(n_sizes)} to "
+           f"{max(n_sizes)} sizes; every list's largest size is {', '.join(map(str, largest))}"]
+    per = {r["size"]: int(r["private_pool_bytes"]) for r in sec.get("per_size") or []}
+    if len(largest) == 1 and largest[0] in per:
+        out.append(f"one graph of size {largest[0]} alone, in its own pool: {_mib(per[largest[0]])}: the shared "
+                   f"pool is set by the largest graph, not by the number of sizes")
+    priv = sorted((r["n_sizes"], r["private"]["free_drop_bytes"]) for r in lists)
+    out.append(f"a pool per graph: {_mib(priv[0][1])} for {priv[0][0]} sizes to {_mib(priv[-1][1])} for "
+               f"{priv[-1][0]} sizes (it grows with the sizes)")
+    if len(lists) >= 2:
+        xs, ys = [float(n) for n in n_sizes], [r["shared"]["capture_s"] * 1000 for r in lists]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        out.append(f"capture time (shared pool): about {slope:.1f} ms more per captured size (a line through the "
+                   f"{len(lists)} lists' medians)")
+    if per:
+        steps = pool_steps(sec["per_size"])
+        shown = ", ".join(f"{a}-{z}: {_mib(b)}" if a != z else f"{a}: {_mib(b)}" for a, z, b in steps[:5])
+        out.append(f"one graph in its own pool, by size (a step function): {shown}"
+                   + (f", ... from {steps[-1][0]}: {_mib(steps[-1][2])}" if len(steps) > 5 else ""))
+        model = sec.get("model")
+        if model:
+            b = first_large_segment_batch(model, max(per))
+            jump = next((s for s in sorted(per) if per[s] >= K_LARGE_BUFFER), None)
+            if b is not None:
+                out.append(
+                    f"the gather of the cache is {gather_bytes(model, 1) // 1024} KiB per row: "
+                    f"{gather_bytes(model, b - 1) / 2**20:.3f} MiB at batch {b - 1} fits a "
+                    f"{_mib(K_SMALL_BUFFER)} small segment (requests <= {_mib(K_SMALL_SIZE)}), "
+                    f"{gather_bytes(model, b) / 2**20:.3f} MiB at batch {b} needs a {_mib(K_LARGE_BUFFER)} "
+                    f"segment: predicted jump at {b}, recorded first pool of {_mib(K_LARGE_BUFFER)} or more at "
+                    f"{jump}")
+    return out
+
+
+def largest_size_lines(sec: Mapping[str, Any] | None, largest: Iterable[int] = (32, 64, 128, 256)) -> list[str]:
+    """The memory lever: one graph of each largest size in its own pool (recorded), which is what one shared pool
+    captured largest first holds for a list ending there (checked against the lists at the recorded largest size)."""
+    per = {r["size"]: int(r["private_pool_bytes"]) for r in (sec or {}).get("per_size") or []}
+    if not per:
+        return ["by largest size: not recorded yet"]
+    return [f"largest size {m:>4}: one graph's pool {_mib(per[m]):>8}" for m in largest if m in per]
