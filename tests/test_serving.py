@@ -306,10 +306,11 @@ def test_the_benchmark_section_has_what_the_lesson_reads(monkeypatch, tmp_path):
 
     text, fig = S.render_tradeoff(64, S.chat_batch_distribution(256), rec, "fake")
     plt.close(fig)
-    assert "within 64 MiB" in text
+    assert "within 64 MiB (one shared pool, largest first)" in text
     text, fig = S.render_tradeoff(64, S.chat_batch_distribution(256), rec, "fake", capture_budget_s=0.2)
     plt.close(fig)
-    assert "within 64 MiB and 0.20 s of capture: 'every 16'" in text   # fake: 0.01 s per size
+    assert "within 64 MiB (one shared pool, largest first) and 0.20 s of capture: 'every 16'" in text  # 0.01 s/size
+    assert "the capture-time budget alone excludes" in text
 
 
 def test_gpu_library_refuses_clearly_without_cuda():
@@ -330,13 +331,100 @@ def test_gpu_library_refuses_clearly_without_cuda():
 
 def test_the_explorer_wires_two_budget_sliders_to_render_tradeoff():
     explorer = S.tradeoff_explorer(S.chat_batch_distribution(64), _recorded(), "fake", 64, 0.2)
-    assert set(explorer.controls) == {"memory_budget_mib", "capture_budget_s"}
+    assert set(explorer.controls) == {"memory_budget_mib", "capture_budget_s", "pool"}
     assert "'every 16'" in explorer.text
     explorer.controls["capture_budget_s"].value = 100.0  # re-renders: now memory binds (fake: 8 + n MiB)
     assert "'SGLang default'" in explorer.text and explorer.renders == 2
     explorer.controls["memory_budget_mib"].value = 4096.0
     assert "'every size'" in explorer.text
     assert [o["output_type"] for o in explorer.output.outputs] == ["stream", "display_data"]
+    explorer.controls["memory_budget_mib"].value = 64.0
+    explorer.controls["pool"].value = "private"  # fake: 2 MiB per size in a pool per graph -> <= 32 sizes fit
+    assert "(a pool per graph)" in explorer.text and "'every 16'" in explorer.text
+
+
+def test_choose_sizes_reads_the_chosen_pool_column_and_says_which_budget_binds():
+    rows = S.tradeoff_rows(S.chat_batch_distribution(256), _recorded())
+    assert S.choose_sizes(rows, memory_budget_bytes=40 * 2**20, pool="private").name == "every 16"  # 38 MiB
+    with pytest.raises(ValueError, match="pool is one of"):
+        S.choose_sizes(rows, pool="mine")
+    with pytest.raises(ValueError, match=r"a pool per graph.*cheapest is 'powers of two' \(9 sizes, 18.0 MiB\)"):
+        S.choose_sizes(rows, memory_budget_bytes=2**20, pool="private")
+    why = S.binding_budget(rows, 50 * 2**20, 0.2)
+    assert why.startswith("the memory budget alone excludes 2 of 7 lists (every 4, every size)")
+    assert why.endswith("the capture-time budget alone excludes 4 (vLLM default, SGLang default, every 4, every size)")
+
+
+def test_segment_bytes_follows_get_allocation_size():
+    assert S.segment_bytes(0) == S.segment_bytes(S.K_SMALL_SIZE) == 2 * 2**20          # small pool: 2 MiB
+    assert S.segment_bytes(S.K_SMALL_SIZE + 1) == S.segment_bytes(10 * 2**20 - 1) == 20 * 2**20
+    assert S.segment_bytes(10 * 2**20) == 10 * 2**20 and S.segment_bytes(10 * 2**20 + 1) == 12 * 2**20
+    with pytest.raises(ValueError):
+        S.segment_bytes(-1)
+
+
+def _per_size_steps():
+    mib = 2**20
+    return [{"size": b, "capture_ms": 5.0, "private_pool_bytes": (2 if b < 4 else 4 if b < 9 else 22) * mib}
+            for b in range(1, 17)]
+
+
+def test_memory_facts_are_computed_from_the_section():
+    assert S.memory_facts(None)[0].startswith("capture memory: not recorded yet")
+    assert S.largest_size_lines(None) == ["by largest size: not recorded yet"]
+    assert S.pool_steps(_per_size_steps()) == [(1, 3, 2 * 2**20), (4, 8, 4 * 2**20), (9, 16, 22 * 2**20)]
+    model = {"d_model": 256, "n_heads": 4, "max_len": 128}
+    assert S.gather_bytes(model, 1) == 128 * 1024 and S.first_large_segment_batch(model, 16) == 9
+    assert S.first_large_segment_batch(model, 8) is None
+    sec = {"lists": [dict(r, sizes=[1, 2, 4, 8, 16], n_sizes=5) for r in _recorded()["lists"][:2]],
+           "per_size": _per_size_steps(), "model": model}
+    sec["lists"][1]["n_sizes"] = 9
+    facts = S.memory_facts(sec)
+    assert "every list's largest size is 16" in facts[0]
+    assert facts[1].startswith("one graph of size 16 alone, in its own pool: 22 MiB")
+    assert "predicted jump at 9, recorded first pool of 20 MiB or more at 9" in facts[-1]
+    assert S.largest_size_lines(sec, (8, 16, 99)) == ["largest size    8: one graph's pool    4 MiB",
+                                                        "largest size   16: one graph's pool   22 MiB"]
+
+
+def test_the_recorded_step_of_one_graphs_pool_is_where_the_allocator_rules_put_it():
+    """On the recorded H200 section (when there is one): the shared pool is the same for every list and equals one
+    graph of the largest size; the per-size pool first reaches a 20 MiB segment where the gather first exceeds 1 MiB."""
+    try:
+        sec = serving_section()
+    except ReferenceDataError:
+        pytest.skip("no recorded serving section")
+    shared = {r["shared"]["pool_reserved_bytes"] for r in sec["lists"]}
+    largest = {max(r["sizes"]) for r in sec["lists"]}
+    per = {r["size"]: r["private_pool_bytes"] for r in sec["per_size"]}
+    assert len(largest) == 1 and shared == {per[largest.pop()]}
+    jump = min(b for b, v in per.items() if v >= S.K_LARGE_BUFFER)
+    assert jump == S.first_large_segment_batch(sec["model"], max(per))
+
+
+def test_sglang_capture_failure_advice_puts_the_memory_fraction_first():
+    assert S.SGLANG_CAPTURE_FAILED_ADVICE[0].startswith("1. set --mem-fraction-static")
+    assert S.SGLANG_CAPTURE_FAILED_ADVICE[1].startswith("2. set --cuda-graph-max-bs")
+
+
+def test_eager_ops_per_step_counts_the_attention_operators_outside_the_graphs():
+    from graphcourse.gpulib.graphs import as_device_position
+    from graphcourse.gpulib.serving import PiecewiseDecoder, eager_ops_per_step
+
+    m = _model()
+    ops = eager_ops_per_step(PiecewiseDecoder(m, m.new_cache(2), as_device_position(1, "cpu"), 2, capture=False))
+    layer = ops["per_layer"]
+    assert layer["index_put_"] == 2 and layer["index_select"] == 2 and layer["copy_"] == 1
+    assert sum(v for k, v in layer.items() if "scaled_dot_product" in k) == 1
+    assert not set(layer) & S_VIEW_OPS()
+    assert ops["per_step"] == {"zeros": 1, "gt": 1, "masked_fill_": 1, "clone": 1}
+    assert ops["ops_per_step"] == ops["n_layers"] * 6 + 4
+
+
+def S_VIEW_OPS():
+    from graphcourse.gpulib.serving import VIEW_OPS
+
+    return set(VIEW_OPS)
 
 
 def test_toy_twin_imports_only_the_standard_library():
@@ -359,7 +447,8 @@ def test_capture_cost_model_falls_back_to_assumed_prices():
     toy, how = S.capture_cost_model({"per_size": []})
     assert how.startswith("assumed")
     rows = [{"size": b, "capture_ms": 5 + b, "private_pool_bytes": 10 * b} for b in (1, 2)]
-    assert S.capture_cost_model({"per_size": rows})[1].startswith("fitted")
+    how = S.capture_cost_model({"per_size": rows})[1]
+    assert how.startswith("capture ms: a line fitted") and "step function" in how
 
 
 def test_bench_lists_stops_starting_repeats_after_its_budget():

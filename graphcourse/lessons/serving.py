@@ -634,7 +634,7 @@ def memory_facts(sec: Mapping[str, Any] | None) -> list[str]:
         return ["capture memory: not recorded yet (run python -m graphcourse.gpulib.bench_serving on a GPU)"]
     lists = sec["lists"]
     shared = [r["shared"]["free_drop_bytes"] for r in lists]
-    pool = [r["shared"]["pool_reserved_bytes"] for r in lists]
+    pool = [r["shared"].get("pool_reserved_bytes", r["shared"]["free_drop_bytes"]) for r in lists]
     largest = sorted({max(r["sizes"]) for r in lists})
     n_sizes = [r["n_sizes"] for r in lists]
     out = [f"one shared pool, largest first: pool segments {_mib(min(pool))} to {_mib(max(pool))}, free memory "
