@@ -637,9 +637,11 @@ def memory_facts(sec: Mapping[str, Any] | None) -> list[str]:
     pool = [r["shared"].get("pool_reserved_bytes", r["shared"]["free_drop_bytes"]) for r in lists]
     largest = sorted({max(r["sizes"]) for r in lists})
     n_sizes = [r["n_sizes"] for r in lists]
+    worst = max(r["shared"].get("free_drop_bytes_max", r["shared"]["free_drop_bytes"]) for r in lists)
     out = [f"one shared pool, largest first: pool segments {_mib(min(pool))} to {_mib(max(pool))}, free memory "
-           f"fallen (median) {_mib(min(shared))} to {_mib(max(shared))}, for every list from {min(n_sizes)} to "
-           f"{max(n_sizes)} sizes; every list's largest size is {', '.join(map(str, largest))}"]
+           f"fallen (median) {_mib(min(shared))} to {_mib(max(shared))} (at most {_mib(worst)} in one repeat), "
+           f"for every list from {min(n_sizes)} to {max(n_sizes)} sizes; every list's largest size is "
+           f"{', '.join(map(str, largest))}"]
     per = {r["size"]: int(r["private_pool_bytes"]) for r in sec.get("per_size") or []}
     if len(largest) == 1 and largest[0] in per:
         out.append(f"one graph of size {largest[0]} alone, in its own pool: {_mib(per[largest[0]])}: the shared "
