@@ -32,7 +32,12 @@ Exercise ex15 (two GPUs, one side stream on the wrong one: pytorch/pytorch#87794
     and every replay does nothing: the outputs keep what the eager run during the capture left in them.
 
   With ``capture_error_mode="relaxed"`` even the ``cudaMalloc`` is allowed: always that silent, empty graph
-  (pytorch/pytorch#87894). A sync during capture (``tolist()``, ``synchronize()``) is refused unless relaxed.
+  (pytorch/pytorch#87894).
+* A sync during a capture (``tolist()``, ``Stream.synchronize()``, ``torch.cuda.synchronize()``) is refused with the
+  same error. The stand-in lets it through in relaxed mode; CUDA refuses a sync of the capturing stream itself in
+  every mode ("It is invalid to synchronize or query the execution status of a stream which is being captured":
+  CUDA C++ Programming Guide, stream capture, "Prohibited and Unhandled Operations"), which the stand-in does not
+  model.
 
 Where the stand-in simplifies, said plainly. Tensors hold lists of numbers (4 bytes each, float32), an op is a Python
 function of them, and a replay reruns the captured ops in order. Its caching allocator keeps, per device and stream,
