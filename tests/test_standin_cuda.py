@@ -3,10 +3,15 @@ the same rules on a real GPU, and on two)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from graphcourse.lessons.standin_cuda import (CAPTURE_ERROR, DEFAULT_STREAM_ERROR, AcceleratorError, StandInCuda,
-                                              calling_with)
+from graphcourse.lessons.standin_cuda import (CAPTURE_ERROR, DEFAULT_STREAM_ERROR, EMPTY_GRAPH_WARNING,
+                                              AcceleratorError, StandInCuda, block_bytes, calling_with,
+                                              segment_bytes)
+
+EMPTY = re.escape(EMPTY_GRAPH_WARNING)
 
 
 def two_kernels(m):
@@ -78,7 +83,7 @@ def test_the_graphs_own_stream_is_made_once_on_the_device_current_then():
         g1 = cuda.CUDAGraph()
         with pytest.raises(AcceleratorError) as err:
             with cuda.graph(g1):  # the class attribute is still on cuda:0
-                step(m.tensor([1.0], device=1))
+                step(m.tensor([1.0], device=1))  # cuda:1 holds no memory yet: its first cudaMalloc is refused
     assert cuda.graph.default_capture_stream is first
     assert str(err.value) == CAPTURE_ERROR
     assert str(err.value).startswith("CUDA error: operation not permitted when stream is capturing")
@@ -104,8 +109,9 @@ def test_relaxed_mode_runs_the_other_devices_work_outside_the_graph_silently():
     cuda, step = m.torch.cuda, two_kernels(m)
     x = m.tensor([1.0], device=1)
     g = cuda.CUDAGraph()
-    with cuda.graph(g, stream=cuda.Stream(), capture_error_mode="relaxed"):
-        y = step(x)
+    with pytest.warns(UserWarning, match=EMPTY):
+        with cuda.graph(g, stream=cuda.Stream(), capture_error_mode="relaxed"):
+            y = step(x)
     assert y.values == [3.0]  # ran eagerly during the capture
     x.copy_(m.tensor([10.0], device=1))
     g.replay()
@@ -113,6 +119,52 @@ def test_relaxed_mode_runs_the_other_devices_work_outside_the_graph_silently():
     assert [e[0] for e in m.log].count("outside capture") == 2
     with pytest.raises(RuntimeError, match="Unknown capture error mode"):
         cuda.graph(cuda.CUDAGraph(), capture_error_mode="lax")
+
+
+def test_other_device_work_during_capture_fails_only_where_it_needs_new_memory():
+    """Lesson 10's two outcomes (data/gpu_reference.json, two_gpu.trap): "silent_empty_graph" and "trap"."""
+    m = StandInCuda(2)
+    cuda = m.torch.cuda
+    x = m.tensor([1.0] * 1024, device=1)  # small: the 2 MiB segment of cuda:1's default stream has room
+    g = cuda.CUDAGraph()
+    with pytest.warns(UserWarning, match=EMPTY):
+        with cuda.graph(g):  # the graph's own stream, made on cuda:0
+            y = m.op("double", lambda v: [2 * a for a in v], x)  # runs at once on cuda:1, no cudaMalloc
+    assert y.values[0] == 2.0 and ("empty graph", g.id) in m.log
+    x.copy_(m.tensor([5.0] * 1024, device=1))
+    g.replay()  # an empty graph: nothing runs
+    assert y.values[0] == 2.0
+    big = m.tensor([1.0] * ((10 << 20) // 4), device=1)  # 10 MiB: a segment of its own
+    with pytest.raises(AcceleratorError) as err:
+        with cuda.graph(cuda.CUDAGraph()):
+            m.op("double", lambda v: [2 * a for a in v], big)  # 10 MiB more on cuda:1: cudaMalloc, refused
+    assert str(err.value) == CAPTURE_ERROR and not cuda.is_current_stream_capturing()
+    g2 = cuda.CUDAGraph()
+    with cuda.graph(g2, stream=cuda.Stream(device=1)):  # on the data's device: the graph's pool, never refused
+        out = m.op("double", lambda v: [2 * a for a in v], big)
+    big.copy_(m.tensor([3.0] * len(big.values), device=1))
+    g2.replay()
+    assert out.values[-1] == 6.0
+
+
+def test_the_caching_allocator_reuses_freed_memory_of_its_own_stream():
+    assert block_bytes(1) == 512 and block_bytes(129) == 1024
+    assert segment_bytes(512) == 2 << 20 and segment_bytes(3 << 20) == 20 << 20 and segment_bytes(11 << 20) == 12 << 20
+    m = StandInCuda(2)
+    cuda = m.torch.cuda
+    mallocs = lambda: [e for e in m.log if e[0] == "cudaMalloc"]  # noqa: E731
+    x = m.tensor([1.0] * (300 << 10), device=1)  # 1.2 MiB: a 20 MiB segment
+    for _ in range(3):
+        m.op("double", lambda v: [2 * a for a in v], x)  # freed at once, reused by the next
+    assert [e[1] for e in mallocs()] == [20 << 20]
+    s = cuda.Stream(device=1)
+    with cuda.stream(s):
+        m.op("double", lambda v: [2 * a for a in v], x)  # another stream: its own segment
+    assert len(mallocs()) == 2
+    cuda.empty_cache()  # gives back the segments with nothing in use: s's, not the one x is in
+    with cuda.stream(s):
+        m.op("double", lambda v: [2 * a for a in v], x)
+    assert len(mallocs()) == 3
 
 
 def test_capture_on_a_default_stream_and_a_sync_during_capture_are_refused():

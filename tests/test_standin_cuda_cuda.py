@@ -1,13 +1,16 @@
 """The stand-in for torch.cuda that ex15 grades against, checked against the real torch.cuda on a GPU.
 
 Each fact runs in a child Python (a fresh process: torch.cuda.graph's own stream not made yet; a failed capture
-cannot spoil this one). The two-GPU trap itself (a side stream on the wrong GPU refused during capture, both fixes,
+cannot spoil this one). A wrong answer of ex15 ends on two real GPUs as it ends on the stand-in: refused when the
+work on the data's GPU needs new memory during the capture, an empty graph (torch's warning, stale replays) when
+it does not. The two-GPU trap itself (a side stream on the wrong GPU refused during capture, both fixes,
 the default capture stream kept on cuda:0) is kept by tests/test_two_gpu_cuda.py (lesson 10).
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
@@ -15,7 +18,8 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 from graphcourse.lessons.child import run_snippet  # noqa: E402
-from graphcourse.lessons.standin_cuda import CAPTURE_ERROR, DEFAULT_STREAM_ERROR, StandInCuda  # noqa: E402
+from graphcourse.lessons.standin_cuda import (CAPTURE_ERROR, DEFAULT_STREAM_ERROR, EMPTY_GRAPH_WARNING,  # noqa: E402
+                                              AcceleratorError, StandInCuda, calling_with)
 
 
 def _result(code: str) -> dict:
@@ -99,7 +103,7 @@ a0 = torch.zeros(4, device="cuda:0")
 with torch.cuda.graph(g0):
     b0 = a0 * 2
 before = torch.cuda.current_device()
-x1, x2 = (torch.randn(8, 16, device=f"cuda:{last}") for _ in range(2))
+x1, x2 = (torch.randn(ROWS, COLS, device=f"cuda:{last}") for _ in range(2))
 run = capture_on(last, lambda t: (t * 2 + 1).relu(), x1.clone())
 y1, y2 = run(x1), run(x2)
 torch.cuda.synchronize(last)
@@ -107,15 +111,81 @@ r = {"y2": bool(torch.allclose(y2, (x2 * 2 + 1).relu())), "y1": bool(torch.allcl
      "device_kept": torch.cuda.current_device() == before, "gpus": torch.cuda.device_count()}
 print("RESULT " + json.dumps(r))
 '''
+SHAPES = {"small": (8, 16), "large": (1024, 3072)}  # 512 bytes (cached segments have room); 12 MiB (they do not)
 
 
-def test_the_model_answer_of_ex15_captures_for_real_on_the_last_gpu():
-    found = _result(_answer_and_wrong(None) + "\n" + _RUN_EX15)
-    assert found["y2"] and found["y1"] and found["device_kept"], found
+def _run_ex15(source: str, shape: str) -> str:
+    rows, cols = SHAPES[shape]
+    return source + "\n" + _RUN_EX15.replace("ROWS", str(rows)).replace("COLS", str(cols))
+
+
+def _real_outcome(done) -> str:
+    """How torch ended the run: "refused", "empty graph" (warned, replays wrong), "captured" or "other"."""
+    if done.capture_refused:
+        return "refused"
+    if not done.ok:
+        return "other"
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    found = json.loads(lines[-1][len("RESULT "):]) if lines else {}
+    warned = " ".join(EMPTY_GRAPH_WARNING.split()) in " ".join(done.stderr.split())
+    if found.get("y2") is False and warned:
+        return "empty graph"
+    if found.get("y2") and found.get("y1") and not warned:
+        return "captured"
+    return "other"
+
+
+def _standin_outcome(source: str, shape: str, n_devices: int) -> str:
+    """The same run on the stand-in (same devices, same first capture on cuda:0, same step and sizes)."""
+    m = StandInCuda(n_devices)
+    cuda = m.torch.cuda
+    with cuda.graph(cuda.CUDAGraph()):
+        m.op("first model", lambda v: [2 * a for a in v], m.tensor([0.0] * 4, device=0))
+    namespace: dict = {}
+    exec(source, namespace)  # the answer's source defines capture_on
+
+    def step(t):
+        h = m.op("scale", lambda v: [2 * a for a in v], t)
+        h = m.op("shift", lambda v: [a + 1 for a in v], h)
+        return m.op("relu", lambda v: [max(a, 0.0) for a in v], h)
+
+    last = n_devices - 1
+    rows, cols = SHAPES[shape]
+    x1 = m.tensor([float(k % 7 - 3) for k in range(rows * cols)], device=last)
+    x2 = m.tensor([float(k % 5 - 2) for k in range(rows * cols)], device=last)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            run = calling_with(m.torch, namespace["capture_on"], last, step, x1.clone())
+        except AcceleratorError as err:
+            return "refused" if str(err) == CAPTURE_ERROR else "other"
+    warned = any(str(w.message) == EMPTY_GRAPH_WARNING for w in seen)
+    y1 = calling_with(m.torch, run, x1).values
+    y2 = calling_with(m.torch, run, x2).values
+    right = lambda y, x: y == [max(2 * a + 1, 0.0) for a in x.values]  # noqa: E731
+    if not right(y2, x2) and warned:
+        return "empty graph"
+    if right(y1, x1) and right(y2, x2) and not warned:
+        return "captured"
+    return "other"
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_model_answer_of_ex15_captures_for_real_on_the_last_gpu(shape):
+    done = run_snippet(_run_ex15(_answer_and_wrong(None), shape), timeout_s=180)
+    assert _real_outcome(done) == "captured", done.summary()
+    assert '"device_kept": true' in done.stdout, done.summary()
+    assert _standin_outcome(_answer_and_wrong(None), shape, torch.cuda.device_count()) == "captured"
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
-@pytest.mark.parametrize("wrong", ["graph_own_stream", "device_context_only", "stream_on_current_device"])
-def test_a_wrong_answer_of_ex15_is_refused_on_two_gpus_as_the_stand_in_refuses_it(wrong):
-    done = run_snippet(_answer_and_wrong(wrong) + "\n" + _RUN_EX15, timeout_s=180)
-    assert done.capture_refused, done.summary()
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("wrong", ["graph_own_stream", "device_context_only", "stream_on_current_device",
+                                   "relaxed_mode"])
+def test_a_wrong_answer_of_ex15_fails_on_two_gpus_as_it_fails_on_the_stand_in(wrong, shape):
+    """torch refuses the capture when the work on the data's GPU needs new memory (a cudaMalloc), and otherwise
+    records an empty graph (a warning, replays that leave stale outputs); the stand-in must make the same call."""
+    done = run_snippet(_run_ex15(_answer_and_wrong(wrong), shape), timeout_s=180)
+    real = _real_outcome(done)
+    assert real in ("refused", "empty graph"), done.summary()
+    assert _standin_outcome(_answer_and_wrong(wrong), shape, torch.cuda.device_count()) == real, done.summary()

@@ -15,27 +15,52 @@ Exercise ex15 (two GPUs, one side stream on the wrong one: pytorch/pytorch#87794
   first ``torch.cuda.graph`` without a stream, on the device that was current *then*, and shared by every later
   capture (``torch/cuda/graphs.py``, ``graph.__init__``). A capture on the default stream is refused
   (``aten/src/ATen/cuda/CUDAGraph.cpp``, ``capture_begin``).
-* During a capture, work for another device runs outside the capture. In the default ``capture_error_mode``
-  ("global") the first call that capture forbids fails with CUDA error 900, ``cudaErrorStreamCaptureUnsupported``,
-  whose text PyTorch prints as ``CUDA error: operation not permitted when stream is capturing``
-  (``c10/cuda/CUDAException.cpp``, ``c10_cuda_check_implementation``; the "Search for" line from
-  ``c10/cuda/CUDAMiscFunctions.cpp``, ``get_cuda_error_help``): that is the message of pytorch/pytorch#87794.
-  With ``capture_error_mode="relaxed"`` nothing is refused: the work runs eagerly, the graph does not hold it,
-  and replays leave the output as it was (the silent failure of pytorch/pytorch#87894).
+* During a capture, work for another device runs at once on that device's current stream, outside the capture.
+  Launching it is allowed; what capture forbids is a call such as ``cudaMalloc`` made while the current stream is not
+  the capturing one. PyTorch's caching allocator calls ``cudaMalloc`` only when it holds no cached memory for the
+  request on that device and stream (``c10/cuda/CUDACachingAllocator.cpp``, ``cudaMallocMaybeCapturing``: a
+  ``cudaMalloc`` for a capturing current stream is made in relaxed mode and allowed, any other one is not). So, in
+  the default ``capture_error_mode`` ("global", and "thread_local" for one thread):
 
-Where the stand-in simplifies, said plainly: it raises at the first op that runs outside the capture; on a GPU
-the error comes from the first call that capture forbids (typically a ``cudaMalloc`` for that other device's
-memory), and when that work happens to need none, it runs eagerly, silently, as in relaxed mode. Tensors hold
-lists of numbers, an op is a Python function of them, and a replay reruns the captured ops in order.
+  - if the outside work needs new memory, that call fails with CUDA error 900, ``cudaErrorStreamCaptureUnsupported``,
+    whose text PyTorch prints as ``CUDA error: operation not permitted when stream is capturing``
+    (``c10/cuda/CUDAException.cpp``, ``c10_cuda_check_implementation``; the "Search for" line from
+    ``c10/cuda/CUDAMiscFunctions.cpp``, ``get_cuda_error_help``): the message of pytorch/pytorch#87794;
+  - if it needs none (its tensors fit memory the allocator already caches for that stream, as small tensors do after
+    a warm-up), nothing is refused: the work runs eagerly, the graph ends with no node, ``capture_end`` warns
+    :data:`EMPTY_GRAPH_WARNING` (``aten/src/ATen/cuda/CUDAGraph.cpp``, ``capture_end``; a ``UserWarning`` in Python),
+    and every replay does nothing: the outputs keep what the eager run during the capture left in them.
+
+  With ``capture_error_mode="relaxed"`` even the ``cudaMalloc`` is allowed: always that silent, empty graph
+  (pytorch/pytorch#87894).
+* A sync during a capture (``tolist()``, ``Stream.synchronize()``, ``torch.cuda.synchronize()``) is refused with the
+  same error. The stand-in lets it through in relaxed mode; CUDA refuses a sync of the capturing stream itself in
+  every mode ("It is invalid to synchronize or query the execution status of a stream which is being captured":
+  CUDA C++ Programming Guide, stream capture, "Prohibited and Unhandled Operations"), which the stand-in does not
+  model.
+
+Where the stand-in simplifies, said plainly. Tensors hold lists of numbers (4 bytes each, float32), an op is a Python
+function of them, and a replay reruns the captured ops in order. Its caching allocator keeps, per device and stream,
+its segments and the bytes in use in each: a request (rounded up to 512 bytes) is served by a segment with that many
+bytes free, or needs a new segment from ``cudaMalloc``: 2 MiB for requests up to 1 MiB, 20 MiB for requests under
+10 MiB, the request rounded up to 2 MiB above (``kSmallBuffer``, ``kLargeBuffer``, ``kMinLargeAlloc``,
+``kRoundLarge`` in ``CUDACachingAllocator.cpp``); small and large requests use separate segments. It ignores
+fragmentation inside a segment (its free bytes count as one block); ``empty_cache()``, which ``torch.cuda.graph``
+calls before each capture (``graph.__enter__``), gives back the segments with nothing in use; memory for the
+capturing stream comes from the graph's private pool, which is never refused (and not modelled further). It raises at the first
+op that needs new memory outside the capture; torch does the same at that op's ``cudaMalloc``, then also fails
+``capture_end`` ("operation failed due to a previous error during capture").
 """
 
 from __future__ import annotations
 
 import types
+import warnings
 import weakref
 from typing import Callable
 
-__all__ = ["AcceleratorError", "CAPTURE_ERROR", "DEFAULT_STREAM_ERROR", "StandInCuda", "calling_with"]
+__all__ = ["AcceleratorError", "CAPTURE_ERROR", "DEFAULT_STREAM_ERROR", "EMPTY_GRAPH_WARNING", "StandInCuda",
+           "calling_with"]
 
 CAPTURE_ERROR = (
     "CUDA error: operation not permitted when stream is capturing\n"
@@ -44,7 +69,34 @@ CAPTURE_ERROR = (
 )
 DEFAULT_STREAM_ERROR = ("CUDA graphs must be captured on a non-default stream. (However, after capture, it's ok to "
                         "replay them on the default stream.)")
+EMPTY_GRAPH_WARNING = ("The CUDA Graph is empty. This usually means that the graph was attempted to be captured on "
+                       "wrong device or stream.")
+"""What ``CUDAGraph::capture_end`` warns when the graph holds no node (``aten/src/ATen/cuda/CUDAGraph.cpp``)."""
 CAPTURE_MODES = ("global", "thread_local", "relaxed")
+
+# PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp): kMinBlockSize, kSmallSize, kSmallBuffer,
+# kLargeBuffer, kMinLargeAlloc, kRoundLarge.
+ELEMENT_BYTES = 4
+_MIN_BLOCK, _SMALL_SIZE, _SMALL_BUFFER = 512, 1 << 20, 2 << 20
+_LARGE_BUFFER, _MIN_LARGE_ALLOC, _ROUND_LARGE = 20 << 20, 10 << 20, 2 << 20
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def block_bytes(n_values: int) -> int:
+    """Bytes the caching allocator hands out for a float32 tensor of n_values (at least 512, a multiple of 512)."""
+    return max(_MIN_BLOCK, _round_up(n_values * ELEMENT_BYTES, _MIN_BLOCK))
+
+
+def segment_bytes(request: int) -> int:
+    """Bytes of the segment the caching allocator asks cudaMalloc for when no cached memory fits the request."""
+    if request <= _SMALL_SIZE:
+        return _SMALL_BUFFER
+    if request < _MIN_LARGE_ALLOC:
+        return _LARGE_BUFFER
+    return _round_up(request, _ROUND_LARGE)
 
 
 # Which stand-in a stream or tensor belongs to, kept out of the objects themselves: an answer that is handed a tensor
@@ -148,7 +200,8 @@ class StandInCuda:
     ``log`` records what happened, as tuples: ``("stream", name, device)`` for each stream made,
     ``("op", name, stream, device)`` for eager work, ``("captured", name, stream, device)``, ``("capture begin",
     stream, device, mode)``, ``("capture end", stream, n_ops)``, ``("replay", graph id)``, ``("wait", a, b)``,
-    ``("error", text)``, ``("outside capture", name, stream, device)`` (relaxed mode).
+    ``("error", text)``, ``("outside capture", name, stream, device)`` (work another stream ran during a capture),
+    ``("cudaMalloc", bytes, stream, device)`` for each new segment, ``("empty graph", graph id)``.
     """
 
     def __init__(self, n_devices: int = 2) -> None:
@@ -160,11 +213,16 @@ class StandInCuda:
         self._made = 0
         self._capture: dict | None = None  # {"graph", "stream", "mode"} while a capture is under way
         self.graphs: list = []
+        self._segments: dict[tuple, list[list[int]]] = {}  # (device, stream, small?) -> [[bytes, bytes in use], ...]
         self.torch = self._build()
 
     # --- what the checks read ---------------------------------------------------------------------------
     def tensor(self, values: list, device: int = 0) -> StandInTensor:
-        return StandInTensor(self, values, self._index(device))
+        """A tensor made on `device` (on its current stream, as torch.tensor(values, device=...) is)."""
+        index = self._index(device)
+        out = StandInTensor(self, values, index)
+        self._allocate(out, self._current_stream[index], "tensor")
+        return out
 
     def state(self) -> dict:
         """The current device and each device's current stream (what a helper should leave as it found it)."""
@@ -176,6 +234,8 @@ class StandInCuda:
         device = inputs[0].device_index
         stream = self._current_stream[device]
         target = out if out is not None else StandInTensor(self, [0.0] * len(inputs[0].values), device)
+        if out is None:
+            self._allocate(target, stream, name)
         reads = [source] if source is not None else list(inputs)
 
         def kernel() -> None:
@@ -191,10 +251,6 @@ class StandInCuda:
                 cap["graph"]._nodes.append(kernel)
                 self.log.append(("captured", name, stream.name, device))
                 return target
-            if cap["mode"] != "relaxed":
-                cap["invalid"] = True
-                self.log.append(("error", "operation not permitted when stream is capturing"))
-                raise AcceleratorError(CAPTURE_ERROR)
             self.log.append(("outside capture", name, stream.name, device))
             kernel()
             return target
@@ -203,6 +259,30 @@ class StandInCuda:
         return target
 
     # --- internals ----------------------------------------------------------------------------------------
+    def _allocate(self, tensor: StandInTensor, stream: StandInStream, what: str) -> None:
+        """The caching allocator: serve `tensor` from cached memory of its device and stream, or cudaMalloc."""
+        cap = self._capture
+        if cap is not None and stream is cap["stream"]:
+            return  # the graph's private pool: a cudaMalloc for the capturing stream is allowed
+        size = block_bytes(len(tensor.values))
+        segments = self._segments.setdefault((tensor.device_index, stream.name, size <= _SMALL_SIZE), [])
+        segment = next((seg for seg in segments if seg[0] - seg[1] >= size), None)
+        if segment is None:  # no cached memory of this device and stream fits: a new segment from cudaMalloc
+            if cap is not None and cap["mode"] != "relaxed":
+                cap["invalid"] = True
+                self.log.append(("error", "operation not permitted when stream is capturing"))
+                raise AcceleratorError(CAPTURE_ERROR)
+            segment = [segment_bytes(size), 0]
+            segments.append(segment)
+            self.log.append(("cudaMalloc", segment[0], stream.name, tensor.device_index))
+        segment[1] += size
+        weakref.finalize(tensor, _free, segment, size)
+
+    def _empty_cache(self) -> None:
+        """torch.cuda.empty_cache(): give back every segment with nothing in use."""
+        for segments in self._segments.values():
+            segments[:] = [seg for seg in segments if seg[1] > 0]
+
     def _index(self, device: object) -> int:
         if device is None:
             return self.current
@@ -308,6 +388,7 @@ class StandInCuda:
             def __enter__(self) -> None:
                 if cuda._capture is not None:
                     raise AcceleratorError(CAPTURE_ERROR)
+                cuda._empty_cache()  # as torch.cuda.graph.__enter__ does, before it enters the stream
                 self.ctx.__enter__()
                 stream = cuda._current_stream[cuda.current]
                 if stream.is_default:
@@ -322,6 +403,9 @@ class StandInCuda:
                 if cap is not None and not cap["invalid"] and exc[0] is None:
                     self.cuda_graph._captured = True
                     cuda.log.append(("capture end", cap["stream"].name, len(self.cuda_graph._nodes)))
+                    if not self.cuda_graph._nodes:
+                        cuda.log.append(("empty graph", self.cuda_graph.id))
+                        warnings.warn(EMPTY_GRAPH_WARNING, UserWarning, stacklevel=2)
                 return False
 
         def current_stream(device: object = None) -> StandInStream:
@@ -344,13 +428,17 @@ class StandInCuda:
             set_device=set_device, device=device_ctx, Stream=cuda._new_stream, current_stream=current_stream,
             default_stream=default_stream, stream=stream_ctx, set_stream=set_stream, synchronize=synchronize,
             CUDAGraph=CUDAGraph, graph=graph, graph_pool_handle=lambda: ("pool", "handle"),
-            is_current_stream_capturing=lambda: cuda._capture is not None, empty_cache=lambda: None,
+            is_current_stream_capturing=lambda: cuda._capture is not None, empty_cache=cuda._empty_cache,
             Event=lambda **kw: object(),
         )
         torch.device = lambda spec, index=None: StandInDevice(cuda._index(spec if index is None else index))
         torch.AcceleratorError = AcceleratorError
         torch.Tensor = StandInTensor
         return torch
+
+
+def _free(segment: list, size: int) -> None:
+    segment[1] -= size
 
 
 def calling_with(torch_module: types.ModuleType, fn: Callable, *args: object, **kwargs: object) -> object:
