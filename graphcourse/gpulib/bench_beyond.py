@@ -278,7 +278,7 @@ def summary_lines(sections: dict[str, Any]) -> list[str]:
             lines.append(f"streams: two {s['two_streams']['replay_us']:.1f} µs, one {s['one_stream']['replay_us']:.1f} µs"
                          f" per replay; shape {s['two_streams']['shape']}")
         lines.append(f"unjoined fork: {b.get('unjoined')}")
-            lines.append(f"join to an unforked stream: {b.get('unforked_join')}")
+        lines.append(f"join to an unforked stream: {b.get('unforked_join')}")
         r = b.get("rng", {})
         lines.append(f"rng: {json.dumps(r)[:400]}")
         lines.append(f"capture modes: {json.dumps(b.get('capture_modes'))[:600]}")
