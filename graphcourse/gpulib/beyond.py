@@ -297,7 +297,8 @@ print("capturing a join to a stream that was never forked")
 with torch.cuda.graph(g):
     # missing: side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        y.copy_(x * 2)                             # side is not capturing: this runs eagerly
+        torch.mul(x, 2, out=y)                     # not capturing: runs eagerly (no allocation, so
+                                                   # no cudaMalloc refusal hides the join's error)
     torch.cuda.current_stream().wait_stream(side)  # join: waits on an event of uncaptured work
 print("RESULT " + json.dumps({"captured": True}))
 '''
