@@ -191,9 +191,10 @@ def _branch(x: Tensor, w: Tensor, n: int) -> Tensor:
 def debug_graph() -> tuple[Any, bool]:
     """A ``torch.cuda.CUDAGraph`` whose ``cudaGraph_t`` survives capture, so ``debug_dump`` can print it.
 
-    ``CUDAGraph::capture_end`` (``aten/src/ATen/cuda/CUDAGraph.cpp``) instantiates the graph and, unless the
-    graph was made with ``keep_graph=True`` (or the process runs in CUDA-graphs debug mode), destroys the
-    ``cudaGraph_t``; ``debug_dump`` then has nothing to print and writes no file, silently. So: make the graph
+    ``CUDAGraph::capture_end`` (``aten/src/ATen/cuda/CUDAGraph.cpp``, 2.11-era) instantiates the graph and,
+    unless it was made with ``keep_graph=True``, sets ``has_graph_ = false`` (destroying the ``cudaGraph_t``
+    too unless ``enable_debug_mode()`` was called); ``CUDAGraph::debug_dump`` prints only ``if (has_graph_)``,
+    so it writes no file, silently, debug mode or not. So: make the graph
     with ``keep_graph=True`` where this torch has the argument (it then instantiates at ``instantiate()`` or
     the first replay), and also ``enable_debug_mode()``. Returns ``(graph, kept)``; ``kept`` is False on a
     torch without ``keep_graph``, where the dump may be missing.
