@@ -52,6 +52,7 @@ def test_parse_dot_a_chain_has_width_one_and_rejects_non_dot_and_cycles():
 @pytest.mark.parametrize("code", [
     beyond.unjoined_fork_snippet(),
     beyond.NONCAPTURABLE_SNIPPET,
+    beyond.unforked_join_snippet(),
     beyond.generator_snippet(True),
     beyond.generator_snippet(False),
     *[beyond.capture_mode_snippet(m, w) for m in beyond.CAPTURE_MODES for w in ("other thread", "same thread")],
@@ -69,6 +70,14 @@ def test_the_unjoined_snippet_forks_and_never_joins():
     live = [line.split("#")[0] for line in code.splitlines()]
     assert any("side.wait_stream(torch.cuda.current_stream())" in line for line in live)
     assert not any("current_stream().wait_stream(side)" in line for line in live)
+
+
+def test_the_unforked_join_snippet_joins_a_stream_it_never_forked():
+    code = beyond.unforked_join_snippet()
+    live = [line.split("#")[0] for line in code.splitlines()]
+    assert not any("side.wait_stream(torch.cuda.current_stream())" in line for line in live)
+    assert any("current_stream().wait_stream(side)" in line for line in live)
+    assert any("torch.cuda.stream(side)" in line for line in live)
 
 
 def test_generator_snippet_registers_only_when_asked():
@@ -170,8 +179,68 @@ def test_lesson_lines_say_not_recorded_yet_without_sections():
 
 
 def test_lesson_lines_show_a_part_the_benchmark_could_not_record():
-    section = {"provenance": _prov(), "streams": {"error": "RuntimeError: boom"}}
-    assert "could not record it: RuntimeError: boom" in lesson.stream_lines(section)
+    section = {"provenance": _prov(), "streams": {"error": "RuntimeError: boom"},
+               "unjoined": {"returncode": 1, "errors": ["torch.AcceleratorError: CUDA error: unjoined work"]}}
+    text = lesson.stream_lines(section)
+    assert "could not record it: RuntimeError: boom" in text
+    assert "fork without join: exit 1, torch.AcceleratorError: CUDA error: unjoined work" in text  # still shown
+    summary = lesson.stream_summary(section)
+    assert "RuntimeError: boom" in summary and "nodes" not in summary and "widest" not in summary
+
+
+def test_stream_summary_says_no_difference_when_the_ratio_range_includes_one():
+    b = _fake_beyond()
+    assert "two streams are faster" in lesson.stream_summary(b)
+    b["streams"].update(one_over_two=1.05, one_over_two_min=0.95, one_over_two_max=1.2)
+    assert "no difference within the spread" in lesson.stream_summary(b)
+
+
+def test_long_messages_are_wrapped_whole_never_cut():
+    msg = "AcceleratorError: CUDA error: operation failed due to a previous error during capture"
+    b = _fake_beyond()
+    b["capture_modes"]["global"]["other thread"]["capture"] = msg + " " + msg
+    text = lesson.capture_mode_lines(b)
+    assert " ".join(text.split()).count(msg) == 2
+    assert all(len(line) <= 100 for line in text.splitlines())
+
+
+def test_capture_mode_summary_compares_every_cell_with_the_prediction():
+    ok = {"unsafe_call": "ok", "capture": "ok, replay gives 3.0"}
+    no = {"unsafe_call": "AcceleratorError: x", "capture": "AcceleratorError: y"}
+    modes = {"global": {"other thread": no, "same thread": no},
+             "thread_local": {"other thread": ok, "same thread": no},
+             "relaxed": {"other thread": ok, "same thread": ok}}
+    section = {"provenance": _prov(), "capture_modes": modes}
+    assert "All 6 recorded cells match" in lesson.capture_mode_summary(section)
+    modes["relaxed"]["same thread"] = no
+    text = " ".join(lesson.capture_mode_summary(section).split())
+    assert "5 of 6" in text and "relaxed/same thread: predicted allowed, recorded refused" in text
+
+
+def test_training_summary_judges_the_same_arithmetic_and_explains_the_drift():
+    b = _fake_beyond()
+    t = b["training"]
+    assert "re-run" in lesson.training_summary(b)                  # an old recording: no verdict
+    t["max_rel_diff"] = {"graph_vs_eager_capturable": 2e-7, "partial_vs_eager": 0.0,
+                         "graph_vs_eager_default": 1e-2, "eager_capturable_vs_eager_default": 1e-2,
+                         "graph_bf16_vs_eager_bf16": 1e-3}
+    t["rel_diff_per_step"] = {"graph_vs_eager_capturable": [0.0, 1e-7, 2e-7],
+                              "graph_vs_eager_default": [0.0, 6e-8, 1e-2],
+                              "eager_capturable_vs_eager_default": [0.0, 6e-8, 1e-2]}
+    text = " ".join(lesson.training_summary(b).split())
+    assert "meets the criterion" in text and "does not" not in text and "Python floats" in text
+    t["rel_diff_per_step"]["graph_vs_eager_capturable"][1] = 1e-4
+    assert "does not meet" in " ".join(lesson.training_summary(b).split())
+    assert "same AdamW (capturable=True)" in lesson.training_lines(b)
+
+
+def test_allreduce_summary_reads_the_ratio_ranges():
+    rows = [{"bytes": 1024, "speedup": 3.0, "speedup_min": 2.0, "speedup_max": 4.0},
+            {"bytes": 4 << 20, "speedup": 1.1, "speedup_min": 0.9, "speedup_max": 1.6}]
+    two = {"provenance": _prov(2), "allreduce": {"ranks": [{"rank": 0, "rows": rows}]}}
+    text = " ".join(lesson.allreduce_summary(two).split())
+    assert "faster, every repeat, at 1 KiB" in text and "No difference within the spread" in text
+    assert "4096 KiB" in text
 
 
 def _fake_beyond():

@@ -88,3 +88,15 @@ def test_replay_takes_the_longest_path_and_computes_what_one_stream_would(left_u
         assert out.tolist() == [p + q for p, q in zip(left, right)]
         assert sg.last_replay_us == pytest.approx(2.0 + max(sum(left_us), sum(right_us)))
         assert sg.last_replay_us <= sg.serial_us
+
+
+def test_a_join_to_a_stream_that_was_never_forked_invalidates_the_capture():
+    # CUDA: waiting on an event of uncaptured work from a capturing stream is cudaErrorStreamCaptureIsolation
+    dev = ToyDevice()
+    sg = StreamGraph(dev)
+    x = dev.tensor([1])
+    with pytest.raises(CaptureError, match="cudaErrorStreamCaptureIsolation.*side.wait_stream\\(main\\)"):
+        with sg.capture():
+            sg.main.launch(lambda v: v, x)
+            sg.main.wait_stream(sg.stream("side"))
+    assert sg.graph.state == "invalidated"

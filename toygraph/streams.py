@@ -18,9 +18,15 @@ overlapping bars show the branches running together.
 
 Where the toy simplifies: a launch on a stream that was never forked into the capture (it did
 not wait on the capturing stream) is a :class:`CaptureError` in the toy. CUDA does not refuse
-it: the kernel simply runs eagerly, outside the graph, while the capture goes on, and PyTorch's
-CUDA semantics notes list such non-captured work during capture among the *silent* errors
-(undefined behaviour). The toy turns that silent misbehaviour into an error you can read.
+the launch itself: the kernel runs eagerly, outside the graph, while the capture goes on. What
+happens next depends on the join. If the capturing stream later waits on that stream (the join
+kept, the fork forgotten), it waits on an event of uncaptured work, which CUDA forbids ("It is
+invalid to wait on a non-captured event from a stream which is being captured", programming guide,
+stream capture): the capture is invalidated (``cudaErrorStreamCaptureIsolation``) and fails loudly;
+the toy raises the same at that join (:meth:`ToyStream.wait_event`). With no join either, nothing
+fails: the work ran once, eagerly, and the graph lacks it, a *silent* error (PyTorch's CUDA notes
+list non-captured work during capture among the silent errors). The toy turns that silent
+misbehaviour into an error you can read, at the launch.
 Kernels compute in the order they were recorded (one topological
 order of the DAG), and any number of independent kernels may run at once (a GPU runs them
 together only while it has free SMs). Two kernels that touch the same buffer with no path
@@ -69,8 +75,9 @@ class ToyStream:
             raise CaptureError(
                 f"stream {self.name!r} is not part of the capture: before launching on it, make it wait on the "
                 f"capturing stream ({self.name}.wait_stream({owner.main_name})), the fork that brings it in. "
-                f"(CUDA would not refuse this launch: the kernel would run eagerly, outside the graph, a silent "
-                f"error. The toy makes it a loud one.)"
+                f"(CUDA would not refuse this launch: the kernel would run eagerly, outside the graph. A later join "
+                f"({owner.main_name}.wait_stream({self.name})) would then fail the capture with "
+                f"cudaErrorStreamCaptureIsolation; with no join the error is silent. The toy makes it loud here.)"
             )
         result = launch(fn, *inputs, name=name, kernel_us=kernel_us, out=out)
         node = owner.graph.nodes[-1]
@@ -90,7 +97,12 @@ class ToyStream:
             raise InvalidArgumentError(f"wait_event takes an event from record_event(), got {event!r}.")
         source = self.owner.streams[event.stream]
         if not source.joined:
-            raise CaptureError(f"stream {event.stream!r} is not part of the capture yet: fork it first.")
+            if self.owner.graph.state == "capturing":
+                self.owner.graph._invalidate("a wait on uncaptured work")
+            raise CaptureError(
+                f"stream {event.stream!r} is not part of the capture: waiting on it waits on uncaptured work, "
+                f"which invalidates the capture (CUDA: cudaErrorStreamCaptureIsolation). Fork it first: "
+                f"{event.stream}.wait_stream({self.owner.main_name}) before launching on it.")
         self.joined = True
         if event.node is not None:
             self._waits.append(event.node)

@@ -76,7 +76,7 @@ def _guard(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         out = fn(*args, **kwargs)
     except Exception as exc:
-        out = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:400]}
+        out = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
     print(f"  {name}: {time.perf_counter() - start:.1f} s", flush=True)
     return out
 
@@ -115,15 +115,25 @@ def _shape_in_child(two_streams: bool) -> Any:
     try:
         return _in_child(f"bench_beyond:streams_shape({two_streams})", timeout_s=120)
     except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
 
 
 def bench_unjoined() -> dict[str, Any]:
+    """A fork never joined, in a child process: its exit code and its error lines, whole."""
     from ..lessons.child import run_snippet
     from .beyond import unjoined_fork_snippet
 
     done = run_snippet(unjoined_fork_snippet(), timeout_s=60)
     return {"returncode": done.returncode, "errors": done.errors[:6]}
+
+
+def bench_unforked_join() -> dict[str, Any]:
+    """A join to a stream that was never forked, in a child process: its exit code and error lines, whole."""
+    from ..lessons.child import run_snippet
+    from .beyond import result_line, unforked_join_snippet
+
+    done = run_snippet(unforked_join_snippet(), timeout_s=60)
+    return {"returncode": done.returncode, "errors": done.errors[:6], "result": result_line(done.stdout)}
 
 
 def bench_rng() -> dict[str, Any]:
@@ -159,18 +169,31 @@ def bench_training(repeats: int, quick: bool) -> dict[str, Any]:
     out.update(ratio_summary("graph_bf16_speedup", t["eager_bf16"], t["graph_bf16"]))
     out["capture_s"] = t["capture_s"][0]
     eager = train_eager(config, "cuda")
+    eager_capturable = train_eager(config, "cuda", capturable=True)   # the graph's optimizer arithmetic
     graph = WholeStepGraph(config).train()
     partial = train_partial(config)
-    eager_bf16 = train_eager(config, "cuda", autocast_dtype=torch.bfloat16)
+    eager_bf16 = train_eager(config, "cuda", capturable=True, autocast_dtype=torch.bfloat16)
     graph_bf16 = WholeStepGraph(config, autocast_dtype=torch.bfloat16).train()
 
     def rel(a: list[float], b: list[float]) -> float:
         return max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
 
-    out["losses"] = {"eager": eager, "graph": graph, "partial": partial, "eager_bf16": eager_bf16,
-                     "graph_bf16": graph_bf16}
-    out["max_rel_diff"] = {"graph": rel(eager, graph), "partial": rel(eager, partial),
-                           "graph_bf16": rel(eager_bf16, graph_bf16)}
+    def per_step(a: list[float], b: list[float]) -> list[float]:
+        return [abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b)]
+
+    out["losses"] = {"eager": eager, "eager_capturable": eager_capturable, "graph": graph, "partial": partial,
+                     "eager_bf16": eager_bf16, "graph_bf16": graph_bf16}
+    # same arithmetic: the whole-step graph against eager with AdamW(capturable=True), the partial graph
+    # against the default eager loop (both capturable=False); then the graph against the default AdamW
+    # (bias corrections on the device in fp32 against Python floats), and the two eager optimizers
+    out["max_rel_diff"] = {"graph_vs_eager_capturable": rel(eager_capturable, graph),
+                           "partial_vs_eager": rel(eager, partial),
+                           "graph_vs_eager_default": rel(eager, graph),
+                           "eager_capturable_vs_eager_default": rel(eager, eager_capturable),
+                           "graph_bf16_vs_eager_bf16": rel(eager_bf16, graph_bf16)}
+    out["rel_diff_per_step"] = {"graph_vs_eager_capturable": per_step(eager_capturable, graph),
+                                "graph_vs_eager_default": per_step(eager, graph),
+                                "eager_capturable_vs_eager_default": per_step(eager, eager_capturable)}
     out["autocast_cache_refusal"] = autocast_cache_refusal()
     out["noncapturable_step"] = noncapturable_refusal()
     out["repeats"] = repeats
@@ -205,6 +228,7 @@ def run_beyond(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     data: dict[str, Any] = {"provenance": provenance(argv, gpus=1)}
     data["streams"] = _guard("streams", _in_child, f"bench_beyond:bench_streams({repeats})")
     data["unjoined"] = _guard("unjoined fork", bench_unjoined)
+    data["unforked_join"] = _guard("join to an unforked stream", bench_unforked_join)
     data["rng"] = _guard("random numbers", _in_child, "bench_beyond:bench_rng()")
     data["capture_modes"] = _guard("capture modes", _in_child, "beyond:capture_mode_matrix()")
     data["training"] = _guard("training step", _in_child,
@@ -254,6 +278,7 @@ def summary_lines(sections: dict[str, Any]) -> list[str]:
             lines.append(f"streams: two {s['two_streams']['replay_us']:.1f} µs, one {s['one_stream']['replay_us']:.1f} µs"
                          f" per replay; shape {s['two_streams']['shape']}")
         lines.append(f"unjoined fork: {b.get('unjoined')}")
+        lines.append(f"join to an unforked stream: {b.get('unforked_join')}")
         r = b.get("rng", {})
         lines.append(f"rng: {json.dumps(r)[:400]}")
         lines.append(f"capture modes: {json.dumps(b.get('capture_modes'))[:600]}")

@@ -137,7 +137,7 @@ def _worker(rank: int, world: int, backend: str, port: int, sizes: Sequence[int]
                 del graph
         result["rows"] = rows
     except Exception as exc:  # recorded, so the parent can say what failed on which rank
-        result["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+        result["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
     finally:
         with open(f"{out_path}.{rank}", "w") as f:
             json.dump(result, f)

@@ -7,6 +7,7 @@ gives a one-line "not recorded yet" instead of a figure.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Callable
 
 import matplotlib.pyplot as plt
@@ -24,6 +25,10 @@ install_alt_text()
 __all__ = [
     "allreduce_lines",
     "capture_mode_lines",
+    "capture_mode_summary",
+    "allreduce_summary",
+    "stream_summary",
+    "training_summary",
     "draw_stream_graph",
     "generator_lines",
     "plot_allreduce",
@@ -139,23 +144,75 @@ def _pm(row: dict[str, Any], key: str, fmt: str = ".1f") -> str:
     return f"{row[key]:{fmt}}{spread}"
 
 
+def _wrap(text: str, indent: int = 4, width: int = 100) -> str:
+    """A message whole, wrapped at `width` (never cut), later lines indented."""
+    return textwrap.fill(str(text), width=width, subsequent_indent=" " * indent, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _child_line(label: str, part: dict[str, Any] | None, why: str | None) -> str:
+    """What a recorded child process did: its exit code and its last error line, whole."""
+    if part is None:
+        return f"{label}: {why}"
+    errors = part.get("errors") or []
+    if part.get("returncode") == 0 and not errors:
+        return f"{label}: exit 0, the capture did not fail ({part.get('result')})"
+    return _wrap(f"{label}: exit {part.get('returncode')}, " + (errors[-1] if errors else "no error line"))
+
+
 def stream_lines(section: dict[str, Any] | None) -> str:
-    """The recorded fork/join graph: its shape, its replay time against one stream, the unjoined fork's error."""
+    """The recorded fork/join graph: its shape, its replay time against one stream, and the two child runs
+    (a fork never joined; a join to a stream never forked), each printed whether or not the graph part was recorded."""
+    part, why = _part(section, "streams")
+    out = []
+    if part is None:
+        out.append(_wrap(f"fork/join graph: {why}"))
+    else:
+        out.append(f"work: {part['work']}")
+        for key, label in (("two_streams", "two streams (fork/join)"), ("one_stream", "one stream")):
+            row, shape = part[key], part[key]["shape"] or {}
+            where = (f"{shape.get('nodes')} nodes, {shape.get('edges')} edges, {shape.get('kernels')} kernels, "
+                     f"longest chain {shape.get('longest_path')}, widest level {shape.get('widest_level')}"
+                     if "nodes" in shape else f"shape not read: {shape.get('error', 'no dump')}")
+            out.append(_wrap(f"{label:<24} replay {_pm(row, 'replay_us')} µs; {where}"))
+        out.append(f"one stream / two streams: {_pm(part, 'one_over_two', '.2f')}x (median, min–max over repeats)")
+    for key, label in (("unjoined", "fork without join"), ("unforked_join", "join without fork")):
+        found, why = _part(section, key)
+        out.append(_child_line(label, found, why))
+    return "\n".join(out)
+
+
+def _overlaps_one(row: dict[str, Any], key: str) -> bool:
+    return row[f"{key}_min"] <= 1.0 <= row[f"{key}_max"]
+
+
+def stream_summary(section: dict[str, Any] | None) -> str:
+    """What the recorded fork/join part shows, in sentences made from the data (nothing where nothing is recorded)."""
     part, why = _part(section, "streams")
     if part is None:
-        return f"fork/join graph: {why}"
-    out = [f"work: {part['work']}"]
-    for key, label in (("two_streams", "two streams (fork/join)"), ("one_stream", "one stream")):
-        row, shape = part[key], part[key]["shape"] or {}
-        where = (f"{shape.get('nodes')} nodes, {shape.get('edges')} edges, {shape.get('kernels')} kernels, "
-                 f"longest chain {shape.get('longest_path')}, widest level {shape.get('widest_level')}"
-                 if "nodes" in shape else f"shape not read: {shape.get('error', 'no dump')}")
-        out.append(f"{label:<24} replay {_pm(row, 'replay_us')} µs; {where}")
-    out.append(f"one stream / two streams: {_pm(part, 'one_over_two', '.2f')}x (median, min–max over repeats)")
-    unjoined, why = _part(section, "unjoined")
-    out.append("fork without join: " + (why if unjoined is None else
-                                        f"exit {unjoined['returncode']}, " + " | ".join(unjoined["errors"])))
-    return "\n".join(out)
+        return _wrap("No shape and no replay time of the real fork/join graph is recorded, so this lesson "
+                     f"compares none (streams part: {why}). The comparison appears here once it is recorded.",
+                     indent=0)
+    two, one = part["two_streams"]["shape"] or {}, part["one_stream"]["shape"] or {}
+    out = []
+    if "nodes" in two and "nodes" in one:
+        out.append(f"Recorded shapes: {two['kernels']} kernels with two streams, {one['kernels']} with one; "
+                   f"widest level {two['widest_level']} against {one['widest_level']}; longest chain "
+                   f"{two['longest_path']} against {one['longest_path']} nodes; {two['edges']} edges against "
+                   f"{one['edges']}. Node kinds, two streams: {two.get('kinds')}.")
+    else:
+        out.append(f"The graphs' shapes were not read (two streams: {two.get('error', 'no dump')}).")
+    lo, hi, med = part["one_over_two_min"], part["one_over_two_max"], part["one_over_two"]
+    if lo <= 1.0 <= hi:
+        out.append(f"Replay time: one stream / two streams {med:.2f}x ({lo:.2f}–{hi:.2f}): the range includes 1, "
+                   f"so there is no difference within the spread.")
+    elif lo > 1.0:
+        out.append(f"Replay time: two streams are faster, one stream / two streams {med:.2f}x ({lo:.2f}–{hi:.2f}), "
+                   f"every repeat above 1.")
+    else:
+        out.append(f"Replay time: two streams are slower, one stream / two streams {med:.2f}x ({lo:.2f}–{hi:.2f}), "
+                   f"every repeat below 1.")
+    return _wrap(" ".join(out), indent=0)
 
 
 def generator_lines(section: dict[str, Any] | None) -> str:
@@ -179,16 +236,50 @@ def generator_lines(section: dict[str, Any] | None) -> str:
 
 
 def capture_mode_lines(section: dict[str, Any] | None) -> str:
-    """The recorded matrix: capture_error_mode x where the unsafe cudaMalloc happened."""
+    """The recorded matrix: capture_error_mode x where the unsafe cudaMalloc happened; messages whole, wrapped."""
     part, why = _part(section, "capture_modes")
     if part is None:
         return f"capture_error_mode: {why}"
     out = []
     for mode, row in part.items():
         for where, cell in row.items():
-            out.append(f"{mode:<13} {where:<13} cudaMalloc: {cell['unsafe_call'][:70]}")
-            out.append(f"{'':<27} capture:    {cell['capture'][:70]}")
+            out.append(_wrap(f"{mode:<13} {where:<13} cudaMalloc: {cell['unsafe_call']}", indent=40))
+            out.append(_wrap(f"{'':<27} capture:    {cell['capture']}", indent=40))
     return "\n".join(out)
+
+
+CAPTURE_MODE_PREDICTION = {("global", "other thread"): False, ("global", "same thread"): False,
+                           ("thread_local", "other thread"): True, ("thread_local", "same thread"): False,
+                           ("relaxed", "other thread"): True, ("relaxed", "same thread"): True}
+"""What cudaStreamCaptureMode's documentation predicts: is the extra cudaMalloc allowed (True) or refused?"""
+
+
+def capture_mode_summary(section: dict[str, Any] | None) -> str:
+    """Whether each recorded cell matches the documented prediction, as a sentence made from the data."""
+    part, why = _part(section, "capture_modes")
+    if part is None:
+        return f"capture_error_mode: {why}"
+    matches, differ = 0, []
+    for (mode, where), allowed in CAPTURE_MODE_PREDICTION.items():
+        cell = part.get(mode, {}).get(where)
+        if cell is None:
+            differ.append(f"{mode}/{where} not recorded")
+            continue
+        ok = cell["unsafe_call"].startswith("ok") and cell["capture"].startswith("ok")
+        if ok == allowed:
+            matches += 1
+        else:
+            differ.append(f"{mode}/{where}: predicted {'allowed' if allowed else 'refused'}, recorded "
+                          f"{'allowed' if ok else 'refused'}")
+    if not differ:
+        return _wrap(f"All {matches} recorded cells match the prediction: \"global\" refused the call in both "
+                     f"threads, \"thread_local\" only in the capturing thread, \"relaxed\" in neither.", indent=0)
+    return _wrap(f"{matches} of {len(CAPTURE_MODE_PREDICTION)} cells match the prediction; the recorded driver "
+                 f"differs in: " + "; ".join(differ) + ".", indent=0)
+
+
+FIRST_STEPS_ROUNDOFF = 1e-6
+"""Relative loss difference of a step that is float32 round-off: a few units in the last place (2**-23 ≈ 1.2e-7)."""
 
 
 def training_lines(section: dict[str, Any] | None) -> str:
@@ -204,14 +295,49 @@ def training_lines(section: dict[str, Any] | None) -> str:
            f"make_graphed_callables {_pm(t, 'partial_step_us')} µs/step  speed-up {_pm(t, 'partial_speedup', '.2f')}x",
            f"bf16 autocast: eager {_pm(t, 'eager_bf16_step_us')}, graph {_pm(t, 'graph_bf16_step_us')} µs/step, "
            f"speed-up {_pm(t, 'graph_bf16_speedup', '.2f')}x",
-           f"largest relative loss difference over {c['steps']} steps: "
-           + ", ".join(f"{k} {v:.1e}" for k, v in t["max_rel_diff"].items()),
-           f"make_graphed_callables under autocast with its cache on: {t['autocast_cache_refusal']}"]
+           f"largest relative loss difference over {c['steps']} steps:"]
+    labels = {"graph_vs_eager_capturable": "whole-step graph vs eager, same AdamW (capturable=True)",
+              "partial_vs_eager": "make_graphed_callables vs eager, same AdamW (default)",
+              "graph_vs_eager_default": "whole-step graph vs eager with the default AdamW",
+              "eager_capturable_vs_eager_default": "eager capturable=True vs eager default AdamW",
+              "graph_bf16_vs_eager_bf16": "bf16 whole-step graph vs bf16 eager, same AdamW",
+              "graph": "whole-step graph vs eager (default AdamW)", "partial": "make_graphed_callables vs eager",
+              "graph_bf16": "bf16 whole-step graph vs bf16 eager"}
+    for key, value in t["max_rel_diff"].items():
+        out.append(f"  {labels.get(key, key):<58} {value:.1e}")
+    out.append(_wrap(f"make_graphed_callables under autocast with its cache on: {t['autocast_cache_refusal']}"))
     step = t.get("noncapturable_step")
     if step:
-        out.append("AdamW without capturable=True, step() captured: "
-                   + (f"exit {step['returncode']}, {step['errors'][-1]}" if step["errors"] else "captured"))
+        out.append(_wrap("AdamW without capturable=True, step() captured: "
+                         + (f"exit {step['returncode']}, {step['errors'][-1]}" if step["errors"] else "captured")))
     return "\n".join(out)
+
+
+def training_summary(section: dict[str, Any] | None) -> str:
+    """Is the whole-step graph the same run as eager? Sentences from the recorded data, with the criterion."""
+    t, why = _part(section, "training")
+    if t is None:
+        return f"training step: {why}"
+    diffs = t["max_rel_diff"]
+    per_step = t.get("rel_diff_per_step")
+    if per_step is None or "graph_vs_eager_capturable" not in diffs:
+        return _wrap("This recording compares the whole-step graph only with eager under the default AdamW "
+                     f"(largest relative difference {diffs.get('graph', float('nan')):.1e}), a different optimizer "
+                     "arithmetic; the same-arithmetic comparison appears once the benchmark is re-run.", indent=0)
+    same = per_step["graph_vs_eager_capturable"]
+    default = per_step["graph_vs_eager_default"]
+    optimizers = diffs["eager_capturable_vs_eager_default"]
+    first = max(same[:2]) if same else float("nan")
+    verdict = ("meets" if first <= FIRST_STEPS_ROUNDOFF and diffs["graph_vs_eager_capturable"] <= optimizers
+               else "does not meet")
+    out = [f"With the same optimizer arithmetic the whole-step graph's first two losses differ from eager's by "
+           f"at most {first:.1e} (round-off is up to {FIRST_STEPS_ROUNDOFF:.0e}), and over {len(same)} steps by at "
+           f"most {diffs['graph_vs_eager_capturable']:.1e}, against {optimizers:.1e} between the two eager "
+           f"optimizers: the recording {verdict} the criterion.",
+           f"Against the default AdamW the graph's curve starts at {max(default[:2]):.1e} and drifts to "
+           f"{max(default):.1e}: the default computes the bias corrections as Python floats, capturable=True "
+           f"computes them on the device in float32, and training amplifies that round-off step by step."]
+    return _wrap(" ".join(out), indent=0)
 
 
 def plot_losses(section: dict[str, Any] | None, live: dict[str, list[float]] | None = None) -> Figure | None:
@@ -252,6 +378,33 @@ def allreduce_lines(section: dict[str, Any] | None) -> str:
     return "\n".join(out)
 
 
+def allreduce_summary(section: dict[str, Any] | None) -> str:
+    """Per size, whether the graph was faster, slower or no different within the spread (the ratio's range)."""
+    part, why = _part(section, "allreduce")
+    if part is None:
+        return f"all-reduce on two GPUs: {why}"
+    rows = part["ranks"][0].get("rows", [])
+    if not rows or "speedup" not in rows[0]:
+        return "all-reduce on two GPUs: no timed sizes recorded."
+    faster, same, slower = [], [], []
+    for r in rows:
+        size = f"{r['bytes'] / 1024:.0f} KiB"
+        if r["speedup_min"] > 1.0:
+            faster.append(f"{size} ({_pm(r, 'speedup', '.2f')}x)")
+        elif r["speedup_max"] < 1.0:
+            slower.append(f"{size} ({_pm(r, 'speedup', '.2f')}x)")
+        else:
+            same.append(f"{size} ({_pm(r, 'speedup', '.2f')}x)")
+    out = []
+    if faster:
+        out.append("The graph is faster, every repeat, at " + ", ".join(faster) + ".")
+    if same:
+        out.append("No difference within the spread (the ratio's range includes 1) at " + ", ".join(same) + ".")
+    if slower:
+        out.append("The graph is slower, every repeat, at " + ", ".join(slower) + ".")
+    return _wrap(" ".join(out), indent=0)
+
+
 def plot_allreduce(section: dict[str, Any] | None) -> Figure | None:
     """µs per all-reduce against message size, eager and in a graph, with min–max bars; None if not recorded."""
     part, _ = _part(section, "allreduce")
@@ -287,7 +440,7 @@ def trap_lines(section: dict[str, Any] | None) -> str:
                 what += f" (right answer {res['expected_value']}); warnings: {res.get('warnings') or 'none'}"
         else:
             what = "failed: " + " | ".join(r["errors"][-2:])
-        out.append(f"{name:<22} {what[:160]}")
+        out.append(_wrap(f"{name:<22} {what}", indent=23))
     return "\n".join(out)
 
 
