@@ -203,8 +203,10 @@ def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_
             click_nav("→")
             now_open(f"notebooks/{name}", f"the next-lesson link to {name}")
             seen.append(f"notebooks/{name}")
+        # the last lesson's exercises link leads to the README's "your own copy" section (answers go in my-work/,
+        # never in exercises/, which a course update rewrites)
         click_nav("exercises")
-        now_open("exercises/06_exercises.ipynb", "the graded-exercises link of the last lesson")
+        now_open("README.md", "the graded-exercises link of the last lesson")
         assert len(seen) == len(lessons)
         # the Contents link of a lesson opens the README (the course index)
         # (the command resolves to the opened widget, which Playwright cannot serialize: return nothing)
