@@ -48,6 +48,20 @@ def test_check_with_no_id_checks_only_this_notebooks_exercises(capsys):
     assert any("not answered yet" in " ".join(r) for _, r in results.values())  # the blank notebook
 
 
+def test_a_check_cell_says_not_answered_yet_for_a_stub_but_not_when_answered():
+    nb = nbformat.read(BOOK, as_version=4)
+    ns: dict = {"__name__": "__main__"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for cell in nb.cells[:nb.cells.index(next(c for c in nb.cells if c.get("id") == "ex16_fork_join-check-1")) + 1]:
+            if cell.cell_type == "code":
+                with contextlib.suppress(Exception):
+                    exec(cell.source, ns)
+    assert "not answered yet" in out.getvalue() and "NotImplementedError" in out.getvalue()
+    model = nbformat.read(be.SOLUTIONS_DIR / BOOK.name, as_version=4)
+    assert not any("not answered yet" in o.get("text", "") for c in model.cells for o in c.get("outputs", []))
+
+
 def test_check_with_no_id_reads_the_notebook_jupyter_names(tmp_path, capsys):
     """In JupyterLab the kernel knows its notebook (`__session__`): its stamped exercise ids decide, run or not."""
     copy = tmp_path / "09_production_exercises.ipynb"
