@@ -367,7 +367,7 @@ def test_ex04_does_not_say_serving_engines_copy_the_output_out():
 
 def test_the_grading_section_and_readme_give_the_same_grading_command():
     text = _nb().cells[-1].source
-    assert "python -m graphcourse.grading exercises/06_exercises.ipynb" in text and "repository root" in text
+    assert "python -m graphcourse.grading my-work/06_exercises.ipynb" in text and "repository root" in text
     assert "python -m graphcourse.grading 06_exercises.ipynb --report grades.json" in text
     readme = (be.ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Graded exercises"):]

@@ -45,7 +45,7 @@ How a solutions notebook is laid out (the grader reads the same layout)
   docs/grading.md and the check protocol). Its cell metadata ``graphcourse.check`` holds
   ``points`` (default 1; an exercise's points are the sum of its checks', and the heading's
   ``(N points)`` must equal it), ``hidden`` (true: solutions/ only, stripped from exercises/),
-  ``needs`` (``["cuda"]``: graded only where a CUDA GPU is), ``name`` and ``tolerance``.
+  ``needs`` (``["cuda"]``: graded only where a CUDA GPU is; ``["cuda2"]``: only where two are), ``name`` and ``tolerance``.
   Import what a check compares against inside the check cell itself.
 * Code cells between the heading and the answer are the exercise's own set-up (role
   ``context``), run before the answer. Cells after a heading that names no exercise are

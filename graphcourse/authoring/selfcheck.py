@@ -3,7 +3,7 @@
 In the exercise notebook, after running an answer::
 
     from graphcourse.authoring.selfcheck import check
-    check("ex03")            # one exercise (its id, or a prefix such as "ex03"); check() for all of them
+    check("ex03")            # one exercise (its id, or a prefix such as "ex03"); check() for this notebook's
 
 From a terminal (nbval runs the whole notebook; this plugin names every check by exercise and check)::
 
@@ -37,6 +37,8 @@ from .build_exercises import EXERCISES_DIR, SOLUTIONS_DIR, solution_paths
 DATA_NAME = "selfcheck.json"
 SALT = "graphcourse-selfcheck-v1"
 CUDA_NOTE = "not checked here: needs a CUDA GPU (the grader runs it where one is)"
+CUDA2_NOTE = "not checked here: needs two GPUs (the grader runs it where there are two)"
+SKIP_NOTES = {"cuda": "needs a CUDA GPU: not checked here", "cuda2": "needs two GPUs: not checked here"}
 
 
 # --- what the checks are ------------------------------------------------------------------------
@@ -124,10 +126,21 @@ def run_check(c: dict, namespace: dict, quiet: bool = True) -> tuple[dict, dict,
     return obs, hints, error
 
 
+def missing_need(c: dict) -> str | None:
+    """The first of a check's needs this machine lacks ("cuda", "cuda2"), or None."""
+    needs = c.get("needs", [])
+    if "cuda" in needs and not _cuda():
+        return "cuda"
+    if "cuda2" in needs and _cuda_devices() < 2:
+        return "cuda2"
+    return None
+
+
 def verdict(c: dict, expected: dict | None, obs: dict, hints: dict, error: str | None) -> tuple[str, list[str]]:
     """("passed" | "differs" | "error" | "not checked", reasons) for one check."""
-    if "cuda" in c.get("needs", []) and not _cuda():
-        return "not checked", [CUDA_NOTE]
+    need = missing_need(c)
+    if need:
+        return "not checked", [CUDA_NOTE if need == "cuda" else CUDA2_NOTE]
     if expected is None:
         return "not checked", ["no recorded model observations for this check (run `python -m graphcourse.authoring.selfcheck "
                                "--record` in the course)"]
@@ -159,6 +172,14 @@ def _cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _cuda_devices() -> int:
+    if not _cuda():
+        return 0
+    import torch
+
+    return int(torch.cuda.device_count())
+
+
 def load_expected(folder: Path = EXERCISES_DIR) -> dict[str, dict]:
     path = Path(folder) / DATA_NAME
     if not path.exists():
@@ -174,20 +195,68 @@ def _user_namespace() -> dict:
     return sys.modules["__main__"].__dict__
 
 
-def check(exercise: str | None = None, *, namespace: dict | None = None, folder: Path = EXERCISES_DIR) -> dict:
-    """Run the visible checks of one exercise (or all) here; print, per check, whether it matches the model answer.
+class Results(dict):
+    """{check id: (status, reasons)}; check() has printed it already, so Jupyter shows nothing more as the cell's value."""
 
-    Returns {check id: (status, reasons)}. Never shows an expected value."""
+    def _ipython_display_(self) -> None:
+        return None
+
+
+def _history(ns: dict) -> set[str]:
+    cells = ns.get("In")
+    return {str(s).strip() for s in cells if str(s).strip()} if isinstance(cells, list) else set()
+
+
+def notebook_exercises(ns: dict, folder: Path = EXERCISES_DIR) -> tuple[set[str] | None, str]:
+    """The exercise ids of the notebook this kernel runs, and how that was found (None: could not tell).
+
+    First the notebook Jupyter names for this kernel (``__session__`` / ``JPY_SESSION_NAME``, the builder
+    stamped its exercises into its metadata), else the course notebooks whose check cells ran in this kernel."""
+    import os
+
+    for name in (ns.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(name, str) and name.endswith(".ipynb"):
+            with contextlib.suppress(Exception):
+                meta = nbformat.read(Path(name), as_version=4).metadata.get("graphcourse", {})
+                ids = meta.get("exercises") if isinstance(meta, dict) else None
+                if isinstance(ids, dict) and ids:
+                    return set(ids), Path(name).name
+    ran = _history(ns)
+    found: set[str] = set()
+    names = []
+    if ran:
+        for path in _course_notebooks(folder):
+            cells = check_cells(nbformat.read(path, as_version=4))
+            if any(c["source"].strip() in ran for c in cells):
+                found |= {c["exercise"] for c in cells}
+                names.append(path.name)
+    return (found, ", ".join(names)) if found else (None, "")
+
+
+def check(exercise: str | None = None, *, namespace: dict | None = None, folder: Path = EXERCISES_DIR) -> Results:
+    """Run the visible checks of one exercise (or of this notebook's) here; print, per check, whether it matches.
+
+    ``check()`` with no id checks the exercises of the notebook it runs in (not every notebook's).
+    Returns {check id: (status, reasons)}, which Jupyter does not echo. Never shows an expected value."""
     checks = pristine_checks(folder)
-    chosen = [c for c in checks.values() if exercise is None or c["exercise"] == exercise
-              or c["exercise"].startswith(f"{exercise}_") or c["exercise"] == exercise.rstrip("_")]
+    ns = namespace if namespace is not None else _user_namespace()
+    if exercise is None:
+        mine, where = notebook_exercises(ns, folder)
+        if mine is None:
+            print("could not tell which exercise notebook this is (run its check cells first, or name one: "
+                  "check(\"ex13\")); checking every exercise")
+        else:
+            print(f"the exercises of {where}: {', '.join(sorted(mine))}")
+        chosen = [c for c in checks.values() if mine is None or c["exercise"] in mine]
+    else:
+        chosen = [c for c in checks.values() if c["exercise"] == exercise
+                  or c["exercise"].startswith(f"{exercise}_") or c["exercise"] == exercise.rstrip("_")]
     if not chosen:
         ids = sorted({c["exercise"] for c in checks.values()})
         print(f"no exercise {exercise!r} here: try one of {', '.join(ids)}")
-        return {}
+        return Results()
     expected = load_expected(folder)
-    ns = namespace if namespace is not None else _user_namespace()
-    results: dict[str, tuple[str, list[str]]] = {}
+    results = Results()
     current = None
     for c in chosen:
         if c["exercise"] != current:
@@ -239,7 +308,8 @@ def record(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR) -
                 raise RuntimeError(f"the model answer fails check {c['id']}: {error}")
             expect = {k: digest(c["id"], k, v) for k, v in obs.items()}
             data["checks"][c["id"]] = {"points": c["points"], "needs": c["needs"],
-                                       "expect": None if "cuda" in c["needs"] and not obs else expect}
+                                       "expect": None if {"cuda", "cuda2"} & set(c["needs"]) and not obs
+                                       else expect}
     target = Path(out_dir) / DATA_NAME
     target.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return target
@@ -314,6 +384,11 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         if c is not None and not c["points"]:
             _rename(item, f"{path}::{ex}/given cell")
         elif c is not None:
+            need = missing_need(c)
+            if need:
+                import pytest
+
+                item.add_marker(pytest.mark.skip(reason=SKIP_NOTES[need]))
             new = nbformat.from_dict(dict(cell))
             new.source = _wrap(c["id"], c["source"])
             item.cell = new
@@ -330,7 +405,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 def pytest_runtest_logreport(report) -> None:
     for key, value in getattr(report, "user_properties", []):
-        if key == "check" and report.when == "call":
+        if key == "check" and (report.when == "call" or report.skipped):
             ex, name = value.split("/", 1)
             _PLUGIN_STATE["results"].setdefault(ex, {})[name] = report.outcome
 
@@ -348,10 +423,11 @@ def pytest_terminal_summary(terminalreporter) -> None:
         for name, outcome in results[ex].items():
             c = checks.get(f"{ex}/{name}", {})
             points = c.get("points", 1)
-            if "cuda" in c.get("needs", []) and not _cuda():
-                parts.append(f"{name} not checked here (needs a CUDA GPU)")
+            need = missing_need(c) if c else None
+            if need:
+                parts.append(f"{name} not checked here ({SKIP_NOTES[need].split(':')[0]})")
                 continue
-            mark = {"passed": "ok", "failed": "FAIL", None: "not run"}.get(outcome, outcome)
+            mark = {"passed": "ok", "failed": "FAIL", None: "not run", "skipped": "skipped"}.get(outcome, outcome)
             parts.append(f"{name} {mark}")
             top += points
             total += points if outcome == "passed" else 0

@@ -13,7 +13,7 @@ from ..authoring.build_exercises import ExerciseSourceError, layout_of, solution
 from ..errors import GraphCourseError
 from .notebooks import defined_names
 
-NEEDS = {"cuda": "needs a CUDA GPU"}
+NEEDS = {"cuda": "needs a CUDA GPU", "cuda2": "needs two GPUs"}
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,40}")
 
 

@@ -94,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grade: {reports.terminal(exc)}", file=sys.stderr)
         return 1
     print(reports.table(report))
+    if len(report["learners"]) <= 3:
+        for name, rec in report["learners"].items():
+            line = reports.handed_in_line(name, rec)
+            if line:
+                print(line)
     print(f"\n{len(report['learners'])} learner(s) graded in {time.perf_counter() - start:.1f} s "
           f"({'confined' if grader.confinement.confined else 'NOT confined'}); report in {args.report}"
           + "".join(f", {what} in {p}" for what, p in (("CSV", args.csv), ("feedback", args.feedback),

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..authoring.build_exercises import ROOT
 from ..errors import GraphCourseError
 from . import reports
-from .assignment import Assignment, Exercise, load_assignments
+from .assignment import NEEDS, Assignment, Exercise, load_assignments
 from .notebooks import (InvalidNotebook, Learner, LearnerNotebook, _copy_name, defined_names, discover, find_answer,
                         read_learner)
 from .runner import ExerciseRun, Limits, Session, run_exercise
@@ -58,15 +58,31 @@ class Outputs:
     junit: Path | None = None
 
 
-def cuda_here() -> bool:
+def cuda_devices_here() -> int:
+    """How many CUDA GPUs torch sees here (0 without CUDA), asked in a child so the grader never touches CUDA."""
     if not any(Path("/dev").glob("nvidia[0-9]*")):
-        return False
+        return 0
     try:
-        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available() and "
+                              "torch.cuda.device_count())"], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.stdout.strip().endswith("True")
+        return 0
+    last = out.stdout.strip().splitlines()[-1:] or ["0"]
+    return int(last[0]) if last[0].isdigit() else 0
+
+
+def cuda_here() -> bool:
+    return cuda_devices_here() > 0
+
+
+def available_needs(cuda: bool | None, devices: int | None = None) -> set[str]:
+    """The check needs this machine meets: "cuda" with a GPU, "cuda2" with two or more."""
+    if cuda is False:
+        return set()
+    n = cuda_devices_here() if devices is None else devices
+    if cuda is None and n == 0:
+        return set()
+    return {"cuda"} | ({"cuda2"} if n >= 2 else set())
 
 
 def _clean_stale(tmp: Path) -> None:
@@ -98,7 +114,7 @@ class Grader:
                 a.exercises = [ex for ex in a.exercises if ex.id in options.only]
             self.assignments = [a for a in self.assignments if a.exercises]
         self.confinement: Confinement = detect()
-        self.available = {"cuda"} if (options.cuda if options.cuda is not None else cuda_here()) else set()
+        self.available = available_needs(options.cuda)
         self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1, 2**31)
         self.warnings: list[str] = []
         self.report: dict = {}
@@ -397,7 +413,7 @@ class Grader:
         self.report = {"format": FORMAT, "run": {
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)), "status": "running",
             "confinement": self.confinement.describe(), "confined": self.confinement.confined,
-            "checks_needing": {"cuda": "cuda" in self.available}, "jobs": jobs,
+            "checks_needing": {n: n in self.available for n in NEEDS}, "jobs": jobs,
             "solutions": [a.name for a in self.assignments],
             "exercises": [ex.id for a in self.assignments for ex in a.exercises],
             "seed": self.seed},  # drawn for this run; written once grading starts, never shown to a kernel

@@ -167,7 +167,10 @@ class _Observe:
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:  # an exception is a behaviour to compare; SystemExit and the like end the cell
-            self._put(key, {"raised": _exception_name(exc)}, hint, tol)
+            raised = _exception_name(exc)
+            self._put(key, {"raised": raised}, hint, tol)
+            if raised == "NotImplementedError":
+                _say_not_answered()
             return None
         self._put(key, {"value": plain(result)}, hint, tol)
         return result
@@ -197,6 +200,23 @@ class _Observe:
 
 
 observe = _Observe()
+
+_print = print
+_said: dict = {"cell": None}
+
+
+def _say_not_answered() -> None:
+    """In a learner's notebook (not grading, not a self-check run), a check cell whose answer is still the stub says
+    so once per cell run, instead of finishing silently "green"."""
+    if _state.check is not None or _state.label != "notebook":
+        return
+    shell = _ipython()
+    cell = getattr(shell, "execution_count", None) if shell is not None else None
+    if cell is not None and cell == _said["cell"]:
+        return
+    _said["cell"] = cell
+    _print("not answered yet: the answer cell above still raises NotImplementedError (write your answer, run "
+           "it, then this check; check(\"<exercise id>\") gives the verdict)")
 
 
 # --- used by the grader only (it runs these in cells of its own) ----------------------------------------

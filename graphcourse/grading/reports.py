@@ -126,6 +126,21 @@ def notebook_cell(book: dict | None) -> str:
     return f"{book.get('points', 0)}/{book.get('max', 0)}" + (f" ({book['open']} open)" if book.get("open") else "")
 
 
+def handed_in_line(name: str, rec: dict) -> str | None:
+    """For a learner who handed in only some notebooks: their total over those, and which were not handed in."""
+    books = rec.get("notebooks", {})
+    missing = sorted(n for n, b in books.items() if b.get("status") == "not-handed-in")
+    handed = {n: b for n, b in books.items() if n not in missing}
+    if not missing or not handed:
+        return None
+    got, top = sum(b.get("points", 0) for b in handed.values()), sum(b.get("max", 0) for b in handed.values())
+    opened = sum(b.get("open", 0) for b in handed.values())
+    return (f"{terminal(name)}: {got}/{top} over the notebook(s) handed in ({', '.join(_stem(n) for n in sorted(handed))})"
+            + (f", {opened} point(s) not graded here" if opened else "")
+            + f"; not handed in: {', '.join(_stem(n) for n in missing)} (the course total "
+              f"{rec.get('total', 0)}/{rec.get('max', 0)} counts them as 0)")
+
+
 def _stem(name: str) -> str:
     return name[:-6] if name.endswith(".ipynb") else name
 
