@@ -218,6 +218,11 @@ class ToyGraph:
     def _captured_for(self) -> str:
         return f" for batch size {len(self.static_input)}" if self.static_input is not None else ""
 
+    def register_generator_state(self, generator) -> None:
+        """PyTorch's ``CUDAGraph.register_generator_state(gen)``: before capture, make this graph move a
+        generator other than the device's default on at every replay (toygraph.rng.ToyGenerator.register)."""
+        generator.register(self)
+
     # replaying -------------------------------------------------------------
     def replay(self, x: Sequence | None = None) -> Buffer:
         """Copy x (if given) into the static input, rerun every recorded kernel, return the static output."""

@@ -4,7 +4,7 @@
 def make_dropout_step(dev, gen, example, p):
     static_x = dev.tensor(example)
     g = ToyGraph(dev, name="dropout")
-    with graph(g):  # no gen.register(g): fine for the default generator, refused for another one
+    with graph(g):  # no g.register_generator_state(gen): fine for the default generator, refused for another one
         u = rand(gen, len(example))
         static_out = launch(lambda v, r: dropout(v, r, p), static_x, u, name="dropout")
 

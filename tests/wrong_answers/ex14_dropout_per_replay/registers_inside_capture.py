@@ -6,7 +6,7 @@ def make_dropout_step(dev, gen, example, p):
     g = ToyGraph(dev, name="dropout")
     with graph(g):
         if not gen.default:
-            gen.register(g)  # too late: the capture has begun
+            g.register_generator_state(gen)  # too late: the capture has begun
         u = rand(gen, len(example))
         static_out = launch(lambda v, r: dropout(v, r, p), static_x, u, name="dropout")
 
