@@ -64,6 +64,11 @@ def _flat(prefix: str, stats: dict[str, float]) -> dict[str, float]:
     return {prefix: stats["median"], f"{prefix}_min": stats["min"], f"{prefix}_max": stats["max"]}
 
 
+def summarise(prefix: str, values: Sequence[float]) -> dict[str, float]:
+    """The flat keys of repeated measurements: ``{prefix: median, prefix_min, prefix_max}``."""
+    return _flat(prefix, spread(values))
+
+
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     """Where and how the figures were measured (no host name)."""
     import torch

@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import shlex
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -29,12 +28,7 @@ SECTIONS = ("beyond", "two_gpu")
 NO_CUDA_EXIT = 2
 
 
-def summarise(prefix: str, values: Sequence[float]) -> dict[str, float]:
-    """``{prefix: median, prefix_min: ..., prefix_max: ...}`` of repeated measurements."""
-    vals = sorted(float(v) for v in values)
-    if not vals:
-        raise ValueError(f"no measurements for {prefix!r}: time at least one repeat.")
-    return {prefix: statistics.median(vals), f"{prefix}_min": vals[0], f"{prefix}_max": vals[-1]}
+from .bench import summarise  # the course's one summary of repeats: median, min and max
 
 
 def ratio_summary(prefix: str, num: Sequence[float], den: Sequence[float]) -> dict[str, float]:

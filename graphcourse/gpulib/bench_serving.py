@@ -78,17 +78,7 @@ def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     }
 
 
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """Median, min and max (the course's summary of repeats)."""
-    from .bench import spread as s
-
-    return s(values)
-
-
-def flat(prefix: str, values: Sequence[float]) -> dict[str, float]:
-    """``{prefix: median, prefix_min, prefix_max}`` of repeated values."""
-    st = spread(values)
-    return {prefix: st["median"], f"{prefix}_min": st["min"], f"{prefix}_max": st["max"]}
+from .bench import spread, summarise as flat  # the course's one summary of repeats: median, min and max
 
 
 def update_section(path: Path, section: dict[str, Any], name: str = SECTION) -> dict[str, Any]:
