@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from graphcourse.lessons.child import run_snippet
+from graphcourse.core.child import run_snippet
 from graphcourse.gpulib import beyond
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

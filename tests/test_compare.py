@@ -77,7 +77,8 @@ def test_recorded_sync_in_capture_errors_come_from_the_benchmark_run() -> None:
     assert ".item()" in compare.ITEM_IN_CAPTURE and sys.executable
 
 def test_lessons_03_and_06_share_one_child_process_helper() -> None:
-    from graphcourse.lessons import child, mistakes
+    from graphcourse.core import child
+    from graphcourse.lessons import mistakes
 
     assert compare.run_snippet is child.run_snippet is mistakes.run_snippet
     assert compare.ChildResult is mistakes.ChildResult is child.ChildResult

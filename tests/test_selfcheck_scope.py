@@ -17,7 +17,8 @@ import pytest
 from graphcourse.authoring import build_exercises as be
 from graphcourse.authoring import selfcheck
 from graphcourse.grading import engine, reports
-from graphcourse.grading.assignment import NEEDS, load_assignments
+from graphcourse.core.exercise_format import NEEDS
+from graphcourse.grading.assignment import load_assignments
 from graphcourse.grading.verdict import exercise_mark
 
 BOOK = be.EXERCISES_DIR / "09_production_exercises.ipynb"

@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-from graphcourse.lessons.child import run_snippet  # noqa: E402
+from graphcourse.core.child import run_snippet  # noqa: E402
 from graphcourse.lessons.standin_cuda import (CAPTURE_ERROR, DEFAULT_STREAM_ERROR, EMPTY_GRAPH_WARNING,  # noqa: E402
                                               AcceleratorError, StandInCuda, calling_with)
 

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from graphcourse.lessons.child import run_snippet
+from graphcourse.core.child import run_snippet
 from graphcourse.gpulib import multigpu
 from graphcourse.gpulib.beyond import result_line
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from graphcourse.grading.assignment import NEEDS
+from graphcourse.core.exercise_format import NEEDS
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "adversarial"))

@@ -76,156 +76,22 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from ..core.exercise_format import (  # noqa: F401 (the builder's names for the format, which the grader reads too)
+    BEGIN, END, ExerciseSourceError, Exercise, Layout, _where, check_meta, check_points_rule, find_regions,
+    layout_of, solution_paths, stub_source,
+)
+from ..core.paths import EXERCISES_DIR, ROOT, SOLUTIONS_DIR
 from ..errors import GraphCourseError
 
-ROOT = Path(__file__).resolve().parents[2]
-SOLUTIONS_DIR = ROOT / "solutions"
-EXERCISES_DIR = ROOT / "exercises"
 KERNEL_NAME = "python3"
 GENERATOR = "graphcourse.authoring.build_exercises"
 
-BEGIN = "### BEGIN SOLUTION"
-END = "### END SOLUTION"
-_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-_EXERCISE_ID = re.compile(r"\b(ex\d{2}_[a-z0-9_]+)\b")
-_POINTS = re.compile(r"\((\d+)\s+points?\)")
-_BEGIN_LINE = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION\b[ \t:.-]*(?P<hint>.*?)\s*$")
-_END_LINE = re.compile(r"^[ \t]*### END SOLUTION\b")
-
-
-class ExerciseSourceError(GraphCourseError, ValueError):
-    """A solutions notebook breaks the cell conventions (unbalanced markers, two answer cells, ...)."""
-
-
 class LearnerWorkError(GraphCourseError, RuntimeError):
     """The builder was about to overwrite a notebook that holds a learner's work."""
-
-
-@dataclass
-class Exercise:
-    """Where one exercise's cells sit in a solutions notebook."""
-
-    id: str
-    points: int
-    heading: int
-    answer: int | None = None
-    context: list[int] = field(default_factory=list)
-    checks: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Layout:
-    """The graded structure of a solutions notebook: set-up cells and exercises, by cell index."""
-
-    setup: list[int]
-    exercises: list[Exercise]
-
-    def roles(self) -> dict[int, tuple[str, str | None, int]]:
-        """Map cell index -> (role, exercise id or None, number of that role within its exercise)."""
-        out: dict[int, tuple[str, str | None, int]] = {}
-        for k, i in enumerate(self.setup, 1):
-            out[i] = ("setup", None, k)
-        for ex in self.exercises:
-            for k, i in enumerate(ex.context, 1):
-                out[i] = ("context", ex.id, k)
-            if ex.answer is not None:
-                out[ex.answer] = ("answer", ex.id, 1)
-            for k, i in enumerate(ex.checks, 1):
-                out[i] = ("check", ex.id, k)
-        return out
-
-
-def _where(name: str, index: int) -> str:
-    return f"{name}, cell {index + 1}"
-
-
-def find_regions(source: str, where: str) -> list[tuple[int, int, str, str]]:
-    """The (begin line, end line, indent, hint) of every BEGIN/END SOLUTION pair, or a clear error when unbalanced."""
-    regions, open_at = [], None
-    for n, line in enumerate(source.splitlines()):
-        begin, end = _BEGIN_LINE.match(line), _END_LINE.match(line)
-        if begin:
-            if open_at is not None:
-                raise ExerciseSourceError(f"{where}: line {n + 1} opens {BEGIN!r} again, but the one on line {open_at[0] + 1} "
-                                          f"was never closed. Add {END!r} after each answer.")
-            open_at = (n, begin["indent"], begin["hint"])
-        elif end:
-            if open_at is None:
-                raise ExerciseSourceError(f"{where}: line {n + 1} has {END!r} with no {BEGIN!r} before it. "
-                                          f"Markers come in pairs around each answer.")
-            regions.append((open_at[0], n, open_at[1], open_at[2]))
-            open_at = None
-    if open_at is not None:
-        raise ExerciseSourceError(f"{where}: {BEGIN!r} on line {open_at[0] + 1} is never closed. Add {END!r} after the answer.")
-    return regions
-
-
-def layout_of(nb: nbformat.NotebookNode, name: str = "notebook") -> Layout:
-    """Read the set-up cells, exercises, answer and check cells of a solutions notebook (see the module docstring)."""
-    setup: list[int] = []
-    exercises: list[Exercise] = []
-    current: Exercise | None = None
-    level = 0
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown":
-            first = cell.source.lstrip().splitlines()[0] if cell.source.strip() else ""
-            heading = _HEADING.match(first)
-            if heading:
-                ids = _EXERCISE_ID.findall(heading[2])
-                if ids:
-                    points = _POINTS.search(heading[2])
-                    current, level = Exercise(ids[0], int(points[1]) if points else 1, i), len(heading[1])
-                    exercises.append(current)
-                elif current is not None and len(heading[1]) <= level:
-                    current = None  # cells from here on are not graded
-            continue
-        if cell.cell_type != "code":
-            continue
-        regions = find_regions(cell.source, _where(name, i))
-        if current is None:
-            if regions:
-                raise ExerciseSourceError(f"{_where(name, i)}: solution markers outside an exercise. Put a heading such as "
-                                          f"'## ex07_my_exercise: what to do (1 point)' in a markdown cell above it.")
-            if not exercises:
-                setup.append(i)
-        elif regions:
-            if current.answer is not None:
-                raise ExerciseSourceError(f"{_where(name, i)}: a second answer cell in {current.id} (the first is cell "
-                                          f"{current.answer + 1}). Put every answer of an exercise in one cell.")
-            current.answer = i
-        elif current.answer is None:
-            current.context.append(i)
-        else:
-            current.checks.append(i)
-    seen: set[str] = set()
-    for ex in exercises:
-        if ex.id in seen:
-            raise ExerciseSourceError(f"{name}: exercise id {ex.id} appears twice; ids must be unique.")
-        seen.add(ex.id)
-        if ex.answer is None:
-            raise ExerciseSourceError(f"{_where(name, ex.heading)}: {ex.id} has no answer cell with {BEGIN!r} / {END!r}.")
-        if not ex.checks:
-            raise ExerciseSourceError(f"{_where(name, ex.answer)}: {ex.id} has no check cell after its answer.")
-    return Layout(setup, exercises)
-
-
-def stub_source(source: str, exercise_id: str, where: str) -> str:
-    """The answer cell's source with each BEGIN/END SOLUTION pair replaced by a NotImplementedError stub."""
-    lines = source.splitlines()
-    out: list[str] = []
-    last = 0
-    for begin, end, indent, hint in find_regions(source, where):
-        message = hint or f"{exercise_id}: write your answer here, in place of this line"
-        out += lines[last:begin]
-        out += [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError({message!r})"]
-        last = end + 1
-    out += lines[last:]
-    return "\n".join(out)
 
 
 def annotate(nb: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
@@ -272,15 +138,10 @@ def strip_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def validate_checks(nb: nbformat.NotebookNode, name: str) -> None:
     """Refuse check metadata the grader would refuse (bad points, unknown keys, a heading's points not the sum)."""
-    from ..grading.assignment import check_meta
-
     layout = layout_of(nb, name)
     for ex in layout.exercises:
         total = sum(check_meta(nb.cells[i].metadata, _where(name, i))["points"] for i in ex.checks)
-        heading = nb.cells[ex.heading].source.lstrip().splitlines()[0]
-        if _POINTS.search(heading) and total != ex.points:
-            raise ExerciseSourceError(f"{_where(name, ex.heading)}: {ex.id}'s heading says {ex.points} point(s) but its "
-                                      f"checks carry {total}: make (N points) the sum of its checks' points")
+        check_points_rule(nb, name, ex, total)
 
 
 def exercise_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
@@ -314,11 +175,6 @@ def exercise_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.No
 def dumps(nb: nbformat.NotebookNode) -> str:
     """The notebook as the text the builder writes (stable key order, one trailing newline)."""
     return nbformat.writes(nb, version=4).rstrip("\n") + "\n"
-
-
-def solution_paths(solutions_dir: Path) -> list[Path]:
-    """The solutions notebooks, in reading order."""
-    return sorted(p for p in Path(solutions_dir).glob("*.ipynb") if not p.name.startswith("."))
 
 
 def expected_exercises(solutions_dir: Path) -> dict[str, str]:

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..core.paths import ROOT
+
 KIT = ROOT / "docs" / "instructor"
 TIMINGS = KIT / "timings.json"
 SOLUTIONS_DIR = ROOT / "solutions"

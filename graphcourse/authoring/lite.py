@@ -46,10 +46,10 @@ from pathlib import Path
 
 import nbformat
 
+from ..core.paths import ROOT
 from ..errors import GraphCourseError
 from .site import alt_for_cell, unfold_widgets
 
-ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "build" / "lite"
 DEFAULT_WORK = ROOT / "build" / "lite-src"
 CACHE = ROOT / "build" / "lite-cache"

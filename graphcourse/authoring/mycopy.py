@@ -27,7 +27,8 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..core.paths import ROOT
+
 SOURCE_DIR = ROOT / "exercises"
 MY_DIR = ROOT / "my-work"
 HEADING = re.compile(r"^#{1,2}\s+(ex\d\d_[a-z0-9_]+)\b", re.MULTILINE)

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..core.paths import ROOT
+
 NAV_CELL = re.compile(r"^(\[←[^\]]*\]\([^)]*\) · )?\[Contents\]\(")
 COLAB_LINK_ID, COLAB_SETUP_ID = "colab-link", "colab-setup"
 CLONE_DIR = "/content/cuda-graphs-course"  # where the set-up cell puts the course on Colab

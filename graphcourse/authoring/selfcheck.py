@@ -32,7 +32,8 @@ from pathlib import Path
 
 import nbformat
 
-from .build_exercises import EXERCISES_DIR, SOLUTIONS_DIR, solution_paths
+from ..core.exercise_format import solution_paths
+from ..core.paths import EXERCISES_DIR, SOLUTIONS_DIR
 
 DATA_NAME = "selfcheck.json"
 SALT = "graphcourse-selfcheck-v1"
@@ -283,7 +284,7 @@ def record(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR) -
     """Run the model answers on the visible checks (in this process) and write the hashes of what they observe."""
     data = {"salt": SALT, "note": "Written by `python -m graphcourse.authoring.selfcheck --record`: salted hashes of the "
                                   "model answer's observations on the visible checks. Do not edit.", "checks": {}}
-    from .build_exercises import layout_of
+    from ..core.exercise_format import layout_of
 
     for path in solution_paths(solutions_dir):
         nb = nbformat.read(path, as_version=4)

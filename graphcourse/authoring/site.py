@@ -29,9 +29,9 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 
+from ..core.paths import ROOT
 from ..errors import GraphCourseError
 
-ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = ROOT / "docs" / "site"
 DEFAULT_SRC = ROOT / "build" / "site-src"
 DEFAULT_OUT = ROOT / "build" / "site"

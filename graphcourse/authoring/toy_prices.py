@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.paths import ROOT
 from ..errors import ReferenceDataError, ReferenceDataMissingError
 from ..lessons.reference import default_reference_path, load_reference
 
-ROOT = Path(__file__).resolve().parents[2]
 PRICES_MODULE = ROOT / "toygraph" / "prices.py"
 
 NVIDIA_NODE_US = 0.001

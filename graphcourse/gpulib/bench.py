@@ -460,7 +460,7 @@ def run_all(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     data["decode"] = bench_decode(DECODE_BATCHES, quick)
     data["bucketed"] = bench_bucketed(quick)
     data["item_sync"] = bench_item_sync(quick)
-    from ..lessons.compare import record_facts
+    from .demos import record_facts
 
     data["facts"] = record_facts()  # the live demonstrations lessons 03 and 06 show, recorded for CPU machines
     data["costs"] = toy_costs(data)
@@ -472,7 +472,7 @@ def run_all(argv: Sequence[str], quick: bool) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure on the GPU and write JSON, or refuse in one line without CUDA."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from ..lessons.reference import default_reference_path
+    from ..core.paths import reference_path as default_reference_path
 
     parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=default_reference_path(), help="JSON file to write")

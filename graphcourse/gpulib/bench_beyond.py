@@ -114,7 +114,7 @@ def _shape_in_child(two_streams: bool) -> Any:
 
 def bench_unjoined() -> dict[str, Any]:
     """A fork never joined, in a child process: its exit code and its error lines, whole."""
-    from ..lessons.child import run_snippet
+    from ..core.child import run_snippet
     from .beyond import unjoined_fork_snippet
 
     done = run_snippet(unjoined_fork_snippet(), timeout_s=60)
@@ -123,7 +123,7 @@ def bench_unjoined() -> dict[str, Any]:
 
 def bench_unforked_join() -> dict[str, Any]:
     """A join to a stream that was never forked, in a child process: its exit code and error lines, whole."""
-    from ..lessons.child import run_snippet
+    from ..core.child import run_snippet
     from .beyond import result_line, unforked_join_snippet
 
     done = run_snippet(unforked_join_snippet(), timeout_s=60)
@@ -201,7 +201,7 @@ def _in_child(call: str, timeout_s: float = 240.0) -> dict[str, Any]:
     one part (the first run lost the random-number and training parts to one raised in the streams part)
     leaves the CUDA context unusable for the rest of its process, so no part may share a process.
     """
-    from ..lessons.child import run_snippet
+    from ..core.child import run_snippet
 
     module, func = call.split(":")
     done = run_snippet(f"""
@@ -290,7 +290,7 @@ def summary_lines(sections: dict[str, Any]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from ..lessons.reference import default_reference_path
+    from ..core.paths import reference_path as default_reference_path
 
     parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_beyond",
                                      description=__doc__.splitlines()[0])

@@ -32,20 +32,21 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from ..core.paths import DECODE_PATHS_FILE as DATA_FILE, decode_paths_path
+
 BATCHES = (1, 8)
 KS = (1, 4, 16, 32)
 COMPILED_KS = (1, 16)
 TOKENS = 96
 REPEATS = 5
 NO_CUDA_EXIT = 2
-DATA_FILE = "decode_paths.json"
 DEVICE = "cuda"  # tests set "cpu" to run the same code without graphs
 TARGET_RATIO_MAX = 0.9  # issue 12: best path at or below 0.9x reduce-overhead's per-token time (reported)
 
 
 def default_path() -> Path:
-    """data/decode_paths.json at the repository root."""
-    return Path(__file__).resolve().parents[2] / "data" / DATA_FILE
+    """data/decode_paths.json of the course folder."""
+    return decode_paths_path()
 
 
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:

@@ -266,7 +266,7 @@ def run_section(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     from .graphs import GPTConfig
     import dataclasses
 
-    from ..lessons.serving import SOURCES, candidate_lists
+    from .capture_sizes import SOURCES, candidate_lists
 
     start = time.perf_counter()
     lists = candidate_lists(MAX_BATCH)
@@ -298,7 +298,7 @@ def summary_lines(sec: dict[str, Any]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure on the GPU and update the section, or refuse in one line without CUDA."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from ..lessons.reference import default_reference_path
+    from ..core.paths import reference_path as default_reference_path
 
     parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_serving",
                                      description=__doc__.splitlines()[0])

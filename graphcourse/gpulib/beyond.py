@@ -31,7 +31,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor, nn
 
-from ..lessons.child import run_snippet
+from ..core.child import run_snippet
 from .graphs import cuda_time_us, require_cuda
 
 __all__ = [

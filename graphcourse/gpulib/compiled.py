@@ -284,7 +284,7 @@ def run_demos(timeout_s: float = 300.0, parts: Any = None) -> dict[str, Any]:
 
     Raises DemoError with the child's errors when it printed none.
     """
-    from ..lessons.mistakes import run_snippet
+    from ..core.child import run_snippet
 
     code = DEMOS
     if parts is not None:

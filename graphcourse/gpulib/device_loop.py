@@ -427,7 +427,7 @@ print("DEMO-RESULT " + json.dumps(result))
 def run_conditional_demo(timeout_s: float = 300.0) -> dict[str, Any]:
     """Run :data:`CONDITIONAL_DEMO` in a child Python on a CUDA GPU and return its observations."""
     from .compiled import DemoError, parse_demo_output
-    from ..lessons.mistakes import run_snippet
+    from ..core.child import run_snippet
 
     result = run_snippet(CONDITIONAL_DEMO, timeout_s)
     try:

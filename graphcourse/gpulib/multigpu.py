@@ -23,7 +23,7 @@ import tempfile
 import time
 from typing import Any, Sequence
 
-from ..lessons.child import run_snippet
+from ..core.child import run_snippet
 
 __all__ = ["ALLREDUCE_SIZES", "TRAP_SNIPPETS", "free_port", "run_allreduce", "side_stream_trap", "trap_snippet"]
 

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import nbformat
 
-from ..authoring.build_exercises import ExerciseSourceError, layout_of, solution_paths, stub_source
+from ..core.exercise_format import (ExerciseSourceError, check_meta, check_points_rule, layout_of,
+                                   solution_paths, stub_source)
 from ..errors import GraphCourseError
 from .notebooks import defined_names
 
-NEEDS = {"cuda": "needs a CUDA GPU", "cuda2": "needs two GPUs"}
-_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,40}")
 
 
 @dataclass(frozen=True)
@@ -58,37 +57,6 @@ class Assignment:
         return {ex.id: ex.max for ex in self.exercises}
 
 
-def check_meta(meta: dict, where: str) -> dict:
-    """The author's `metadata.graphcourse.check` of a check cell, validated (defaults filled in)."""
-    g = meta.get("graphcourse") if isinstance(meta.get("graphcourse"), dict) else {}
-    raw = g.get("check", {})
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ExerciseSourceError(f"{where}: metadata graphcourse.check must be an object, e.g. {{\"points\": 1}}")
-    unknown = set(raw) - {"name", "points", "hidden", "needs", "tolerance"}
-    if unknown:
-        raise ExerciseSourceError(f"{where}: unknown key(s) {sorted(unknown)} in graphcourse.check "
-                                  "(known: name, points, hidden, needs, tolerance)")
-    out = {"name": raw.get("name"), "points": raw.get("points", 1), "hidden": raw.get("hidden", False),
-           "needs": raw.get("needs", []), "tolerance": raw.get("tolerance", 0)}
-    if out["name"] is not None and (not isinstance(out["name"], str) or not _NAME.fullmatch(out["name"])):
-        raise ExerciseSourceError(f"{where}: check name {out['name']!r} must be lowercase letters, digits, _ or -")
-    if type(out["points"]) is not int or out["points"] < 0:
-        raise ExerciseSourceError(f"{where}: check points must be a whole number >= 0, not {out['points']!r}")
-    if type(out["hidden"]) is not bool:
-        raise ExerciseSourceError(f"{where}: check hidden must be true or false")
-    needs = out["needs"]
-    if isinstance(needs, str):
-        needs = [needs]
-    if not isinstance(needs, list) or any(n not in NEEDS for n in needs):
-        raise ExerciseSourceError(f"{where}: check needs must be a list of {sorted(NEEDS)}, not {out['needs']!r}")
-    out["needs"] = tuple(needs)
-    if type(out["tolerance"]) not in (int, float) or out["tolerance"] < 0:
-        raise ExerciseSourceError(f"{where}: check tolerance must be a number >= 0")
-    return out
-
-
 def _modules(sources: list[str]) -> list[str]:
     mods: list[str] = []
     for src in sources:
@@ -130,9 +98,7 @@ def load_assignment(path: Path) -> Assignment:
         model = nb.cells[ex.answer].source
         stub = stub_source(model, ex.id, f"{name}, cell {ex.answer + 1}")
         total = sum(c.points for c in checks)
-        if re.search(r"\(\d+\s+points?\)", nb.cells[ex.heading].source.splitlines()[0]) and total != ex.points:
-            raise ExerciseSourceError(f"{name}: {ex.id}'s heading says {ex.points} point(s) but its checks carry {total}: "
-                                      "make the heading's (N points) the sum of its checks' points")
+        check_points_rule(nb, name, ex, total)
         context = [nb.cells[i].source for i in ex.context]
         exercises.append(Exercise(ex.id, total, setup, context, model, stub, defined_names(model), checks,
                                   _hint(nb.cells[ex.heading].source), _modules(setup + context + [c.source for c in checks])))

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..authoring.build_exercises import SOLUTIONS_DIR
+from ..core.paths import SOLUTIONS_DIR
 from ..errors import GraphCourseError
 from . import reports
 from .engine import Grader, Options, Outputs

@@ -40,10 +40,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.paths import EXERCISES_DIR, ROOT
 from ..errors import GraphCourseError
 
-ROOT = Path(__file__).resolve().parents[2]
-EXERCISES_DIR = ROOT / "exercises"
 DEFAULT_GROUP = "course-learners"
 SKIP_DIRS = {"node_modules", "__pycache__", ".ipynb_checkpoints", "site-packages"}
 MAX_DEPTH = 8

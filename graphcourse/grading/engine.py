@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..authoring.build_exercises import ROOT
+from ..core.paths import ROOT
 from ..errors import GraphCourseError
 from . import reports
-from .assignment import NEEDS, Assignment, Exercise, load_assignments
+from ..core.exercise_format import NEEDS
+from .assignment import Assignment, Exercise, load_assignments
 from .notebooks import (InvalidNotebook, Learner, LearnerNotebook, _copy_name, defined_names, discover, find_answer,
                         read_learner)
 from .runner import ExerciseRun, Limits, Session, run_exercise

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import re
 
-from .assignment import NEEDS, Check, Exercise
+from ..core.exercise_format import NEEDS
+from .assignment import Check, Exercise
 from .runner import ExerciseRun
 
 STATUSES = ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded", "not-handed-in")

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ReferenceDataError
-from .reference import load_recorded
+from ..core.paths import DECODE_PATHS_FILE as DATA_FILE, decode_paths_path
+from ..core.recorded import load_recorded
 
 __all__ = ["PATH_LABELS", "bar_effect_lines", "cond_capture_line", "decode_step_profile", "demos_live_or_recorded",
            "k_step_costs", "kernel_lines", "load",
            "one_time_cost_lines", "path_label", "path_rows", "path_table", "plot_paths", "ratio_line",
            "recorded_label", "section", "shorten", "simulate_k_steps", "static_skip_lines"]
 
-DATA_FILE = "decode_paths.json"
 PATH_LABELS = {
     "eager": "eager (one launch per kernel)",
     "graph_k1": "one graph per step (lesson 05)",
@@ -39,8 +39,8 @@ def path_label(name: str) -> str:
 
 
 def default_path() -> Path:
-    """data/decode_paths.json at the repository root."""
-    return Path(__file__).resolve().parents[2] / "data" / DATA_FILE
+    """data/decode_paths.json of the course folder."""
+    return decode_paths_path()
 
 
 def load(path: str | Path | None = None) -> dict[str, Any]:

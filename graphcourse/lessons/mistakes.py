@@ -1,7 +1,7 @@
 """Helpers for lesson 06, the common mistakes: run a capture that is meant to fail in a child process, show real or expected error text.
 
 A failed CUDA capture can leave the process's CUDA context unusable, so the lesson never
-fails a capture in its own kernel: :func:`graphcourse.lessons.child.run_snippet` (shared with lesson 03)
+fails a capture in its own kernel: :func:`graphcourse.core.child.run_snippet` (shared with lesson 03)
 runs the code in a child Python and hands back the exit code and the error lines. Where no
 CUDA GPU is here, :func:`live_or_expected` prints the text torch gives instead, labelled as
 expected and with where that text comes from. torch is imported only by the GPU helpers.
@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from .child import ChildResult, error_lines, run_snippet
+from ..core.child import ChildResult, error_lines, run_snippet
+from ..gpulib.demos import SNIPPETS  # noqa: F401  (lesson 06 reads SNIPPETS here)
 from .teaching import cuda_here
 
 __all__ = [
@@ -39,16 +40,6 @@ class Expected:
 
     text: str
     source: str
-
-
-SNIPPETS: dict[str, str] = {
-    'item_in_capture': '\nimport torch\nlogits = torch.randn(1, 1024, device="cuda")\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    token = logits.argmax(-1)\n    token.item()                       # a sync inside capture\n',
-    'default_stream': '\nimport torch\nx = torch.ones(1024, device="cuda")\nok = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(ok):             # the context manager captures on its own side stream\n    y = x * 2\nprint("torch.cuda.graph: captured fine")\ng = torch.cuda.CUDAGraph()\ng.capture_begin()                      # by hand, on the current stream: the default stream\ny = x * 2\ng.capture_end()\n',
-    'cold_cublas': '\nimport torch\nx = torch.randn(64, 64, device="cuda")\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):              # the first matmul of this process, captured without warm-up\n    y = x @ x\ng.replay(); torch.cuda.synchronize()\nprint("captured cold without an error; replay matches eager:", torch.allclose(y, x @ x))\n',
-    'lazy_init_sync': '\nimport torch\nclass Decoder:\n    def __init__(self):\n        self.weights, self.scale = torch.randn(256, 256, device="cuda"), None\n    def __call__(self, x):\n        if self.scale is None:                             # lazy one-time set-up...\n            self.scale = self.weights.abs().max().item()   # ...with a sync\n        return (x @ self.weights) / self.scale\nx = torch.randn(8, 256, device="cuda")\nwarm, cold = Decoder(), Decoder()\nside = torch.cuda.Stream(); side.wait_stream(torch.cuda.current_stream())\nwith torch.cuda.stream(side):\n    for _ in range(3):\n        warm(x)                                            # warm-up on a side stream\ntorch.cuda.current_stream().wait_stream(side)\nwith torch.cuda.graph(torch.cuda.CUDAGraph(), stream=side):  # captured on the warm-up stream\n    warm(x)\nprint("warmed up first: captured fine")\nwith torch.cuda.graph(torch.cuda.CUDAGraph()):\n    # no warm-up: the lazy .item() runs inside capture\n    cold(x)\n',
-    'branch_on_data': '\nimport torch\nx = torch.tensor([5.0, 6.0], device="cuda")\nwith torch.cuda.graph(torch.cuda.CUDAGraph()):\n    y = x * 2 if x[0] > 0 else -x      # `if tensor` reads the value on the CPU: a sync\n',
-}
-"""The GPU mistakes lesson 06 runs in a child process, by name (the benchmark records what each did on its GPU)."""
 
 
 def _recorded(what: str) -> tuple[str, str]:
@@ -138,15 +129,6 @@ def live_or_expected(code: str, expected: "Expected | str", timeout_s: float = 1
         expected = EXPECTED[expected]
     print_expected(expected)
     return None
-
-
-def record_mistakes(timeout_s: float = 300.0) -> dict[str, dict[str, Any]]:
-    """On a GPU: run every SNIPPETS entry in a child process; what each did, for the benchmark to record."""
-    out = {}
-    for name, code in SNIPPETS.items():
-        result = run_snippet(code, timeout_s)
-        out[name] = {"returncode": result.returncode, "errors": result.errors, "summary": result.summary()}
-    return out
 
 
 # --------------------------------------------------------------------------- GPU helpers, live in the kernel

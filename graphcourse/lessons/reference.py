@@ -6,38 +6,18 @@ was measured (:func:`recorded_label`) and plots or prints it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import ReferenceDataError, ReferenceDataMissingError
+from ..core.paths import reference_path
+from ..core.recorded import load_recorded
+from ..errors import ReferenceDataError
 
-REFERENCE_FILE = "gpu_reference.json"
 
 
 def default_reference_path() -> Path:
-    """data/gpu_reference.json at the repository root (found from this package, not from the working directory)."""
-    return Path(__file__).resolve().parents[2] / "data" / REFERENCE_FILE
-
-
-def load_recorded(file: Path, command: str) -> dict[str, Any]:
-    """A recorded benchmark's JSON (written on a GPU by `command`); a clear error when missing or not the benchmark's."""
-    if not file.is_file():
-        raise ReferenceDataMissingError(
-            f"no recorded GPU results at {file}: lessons on a machine without CUDA show figures from that file. "
-            f"It is written on a GPU machine by `{command}` and committed with the course; "
-            f"restore it with `git checkout -- data/{file.name}` or run the benchmark on a GPU."
-        )
-    try:
-        data = json.loads(file.read_text())
-    except json.JSONDecodeError as exc:
-        raise ReferenceDataError(f"{file} is not valid JSON ({exc}): re-run `{command}` on a GPU.") from exc
-    if not isinstance(data, dict) or "provenance" not in data:
-        raise ReferenceDataError(
-            f"{file} has no 'provenance' section, so it did not come from `{command}`: "
-            f"recorded figures must say which GPU measured them."
-        )
-    return data
+    """data/gpu_reference.json of the course folder (found from this package, not from the working directory)."""
+    return reference_path()
 
 
 def load_reference(path: str | Path | None = None) -> dict[str, Any]:

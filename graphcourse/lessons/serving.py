@@ -1,10 +1,10 @@
-"""Lesson 09's helpers: the capture-size lists of vLLM and SGLang, padding waste, and the trade against capture cost.
+"""Lesson 09's helpers: padding waste of the engines' capture-size lists, and the trade against capture cost.
 
-Pure functions first (no torch): the engines' default size rules, reproduced from their source
-(:data:`SOURCES` says which file, function and commit), a batch-size distribution, the expected
-padding waste of a list, the trade-off table that joins waste to the capture time and memory
-recorded on a GPU, and a chooser within budgets. Then a plot and a widget that call them
-(the widget only wires a slider to :func:`render_tradeoff`).
+The engines' rules themselves (vLLM's and SGLang's default sizes, read from their source) live in
+:mod:`graphcourse.gpulib.capture_sizes` and are imported here under the names the lesson uses.
+Pure functions first (no torch): the expected padding waste of a list, the trade-off table that
+joins waste to the capture time and memory recorded on a GPU, and a chooser within budgets. Then a
+plot and a widget that call them (the widget only wires a slider to :func:`render_tradeoff`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,27 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from toygraph.buckets import check_buckets, every_n, powers_of_two
+from toygraph.buckets import check_buckets
 from toygraph.serving import PaddedSizeTable, ToyCaptureCost, WasteSummary, expected_waste
+
+from ..gpulib.capture_sizes import (  # the lesson reads the engines' rules under these names
+    SOURCES,
+    SGLANG_CAPTURE_FAILED_ADVICE,
+    K_SMALL_SIZE,
+    K_SMALL_BUFFER,
+    K_MIN_LARGE_ALLOC,
+    K_LARGE_BUFFER,
+    K_ROUND_LARGE,
+    segment_bytes,
+    vllm_batch_defaults,
+    vllm_default_sizes,
+    sglang_default_max_bs,
+    sglang_default_sizes,
+    sglang_sizes_2025,
+    chat_batch_distribution,
+    uniform_distribution,
+    candidate_lists,
+)
 
 __all__ = [
     "SOURCES", "TradeoffRow", "candidate_lists", "chat_batch_distribution", "choose_sizes",
@@ -22,236 +41,6 @@ __all__ = [
     "sglang_sizes_2025", "tradeoff_explorer", "tradeoff_figure", "tradeoff_rows", "uniform_distribution",
     "vllm_batch_defaults", "vllm_default_sizes",
 ]
-
-SOURCES: dict[str, dict[str, str]] = {
-    "vllm_sizes": {
-        "repo": "vllm-project/vllm", "commit": "000fc94b754f66aeb60ef5acf1ea2e94cdc65164",
-        "file": "vllm/config/vllm.py", "function": "VllmConfig._set_cudagraph_sizes",
-    },
-    "vllm_batch_defaults": {
-        "repo": "vllm-project/vllm", "commit": "(read in the source index, commit not shown)",
-        "file": "vllm/engine/arg_utils.py", "function": "EngineArgs.get_batch_defaults",
-    },
-    "vllm_dispatch": {
-        "repo": "vllm-project/vllm", "commit": "ae2e8e62cea0f6c030f92234cb863acdc48658cb",
-        "file": "vllm/v1/cudagraph_dispatcher.py",
-        "function": "CudagraphDispatcher._compute_bs_to_padded_graph_size, dispatch, get_capture_descs",
-    },
-    "vllm_capture_order": {
-        "repo": "vllm-project/vllm", "commit": "(several versions read)",
-        "file": "vllm/v1/worker/gpu_model_runner.py", "function": "GPUModelRunner.capture_model",
-    },
-    "vllm_splitting_ops": {
-        "repo": "vllm-project/vllm", "commit": "ee525ce4fc8c9cfdedbbad878dcb2bccbb3c4b95",
-        "file": "vllm/config/compilation.py", "function": "CompilationConfig._attention_ops, splitting_ops",
-    },
-    "sglang_sizes": {
-        "repo": "sgl-project/sglang", "commit": "(read in the source index, commit not shown)",
-        "file": "python/sglang/srt/server_args.py",
-        "function": "ServerArgs._generate_cuda_graph_batch_sizes, _handle_gpu_memory_settings",
-    },
-    "sglang_pad_slot": {
-        "repo": "sgl-project/sglang", "commit": "(read in the source index, several versions)",
-        "file": "python/sglang/srt/mem_cache/memory_pool.py", "function": "KV pools' _create_buffers, allocator clear",
-    },
-    "vllm_pad_slot": {
-        "repo": "vllm-project/vllm", "commit": "(read in the source index, commit not shown)",
-        "file": "vllm/v1/attention/backends/utils.py, csrc/cache_kernels.cu",
-        "function": "PAD_SLOT_ID, reshape_and_cache_kernel",
-    },
-    "sglang_runner": {
-        "repo": "sgl-project/sglang", "commit": "21514ff5bdad2ae598bf3070d3a583aa4fa35ae7",
-        "file": "python/sglang/srt/model_executor/cuda_graph_runner.py",
-        "function": "get_batch_sizes_to_capture, CudaGraphRunner.capture, can_run, replay_prepare",
-    },
-    "sglang_capture_failed": {
-        "repo": "sgl-project/sglang", "commit": "(read in the source index, several versions)",
-        "file": "python/sglang/srt/model_executor/cuda_graph_runner.py", "function": "CUDA_GRAPH_CAPTURE_FAILED_MSG",
-    },
-    "caching_allocator": {
-        "repo": "pytorch/pytorch", "commit": "001074d25084fdb87a799823e395a50f5ec044d3",
-        "file": "c10/cuda/CUDACachingAllocator.cpp",
-        "function": "kSmallSize, kSmallBuffer, kMinLargeAlloc, kLargeBuffer, kRoundLarge",
-    },
-}
-"""Where each rule of this module was read (repository, commit, file, function)."""
-
-SGLANG_CAPTURE_FAILED_ADVICE: tuple[str, ...] = (
-    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
-    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)",
-    "3. disable torch compile by not using --enable-torch-compile",
-    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)",
-)
-"""SGLang's ``CUDA_GRAPH_CAPTURE_FAILED_MSG`` (``cuda_graph_runner.py``), its "Possible solutions" verbatim.
-
-Newer SGLang moved it (``runner_backend_utils``) and renamed the flags ``--cuda-graph-max-bs-decode`` and
-``--cuda-graph-backend-decode=disabled``; the order, memory fraction first, is the same."""
-
-# c10/cuda/CUDACachingAllocator.cpp (SOURCES["caching_allocator"]): the caching allocator's segment sizes.
-K_SMALL_SIZE = 1048576  # kSmallSize: largest "small" allocation is 1 MiB
-K_SMALL_BUFFER = 2097152  # kSmallBuffer: "small" allocations are packed in 2 MiB blocks
-K_MIN_LARGE_ALLOC = 10485760  # kMinLargeAlloc: allocations between 1 and 10 MiB may use kLargeBuffer
-K_LARGE_BUFFER = 20971520  # kLargeBuffer: "large" allocations may be packed in 20 MiB blocks
-K_ROUND_LARGE = 2097152  # kRoundLarge: round up large allocations to 2 MiB
-
-
-def segment_bytes(request_bytes: int) -> int:
-    """Size of the segment the caching allocator cudaMallocs for one request when no cached block fits.
-
-    ``CUDACachingAllocator.cpp`` (``get_allocation_size``): a request of at most 1 MiB gets a 2 MiB
-    small-pool segment; one below 10 MiB a 20 MiB segment; a larger one is rounded up to 2 MiB.
-    (Block rounding to 512 B and ``max_split_size`` and expandable segments are left out.)
-    """
-    if request_bytes < 0:
-        raise ValueError("a request is at least 0 bytes.")
-    if request_bytes <= K_SMALL_SIZE:
-        return K_SMALL_BUFFER
-    if request_bytes < K_MIN_LARGE_ALLOC:
-        return K_LARGE_BUFFER
-    return K_ROUND_LARGE * math.ceil(request_bytes / K_ROUND_LARGE)
-
-
-# --------------------------------------------------------------------------- vLLM
-
-
-def vllm_batch_defaults(gpu_memory_gib: float, gpu_name: str = "", usage: str = "server") -> tuple[int, int]:
-    """(max_num_seqs, max_num_batched_tokens) vLLM picks on a GPU when the user sets neither.
-
-    ``EngineArgs.get_batch_defaults``: 1024 sequences and 8192 tokens for the OpenAI server (16384
-    for the ``LLM`` class) on a GPU of at least 70 GiB whose name does not contain "a100"
-    (H100, H200, MI300x), else 256 and 2048 (8192 for ``LLM``).
-    """
-    if usage not in ("server", "llm"):
-        raise ValueError("usage is 'server' (vllm serve) or 'llm' (the LLM class).")
-    if gpu_memory_gib >= 70 and "a100" not in gpu_name.lower():
-        return 1024, (8192 if usage == "server" else 16384)
-    return 256, (2048 if usage == "server" else 8192)
-
-
-def vllm_default_sizes(max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192, *,
-                       blackwell: bool = False, performance_mode: str = "balanced") -> tuple[int, ...]:
-    """vLLM's default ``cudagraph_capture_sizes`` for plain decoding (one token per request, no speculation).
-
-    From ``VllmConfig._set_cudagraph_sizes``: the largest size is
-    ``min(max_num_seqs * 2, 512)`` (1024 on data-centre Blackwell), capped by
-    ``max_num_batched_tokens``; the list is 1, 2, 4, then every 8 below 256, then every 16 up to
-    the largest size, and ``max_num_batched_tokens`` itself when it fits. In
-    ``performance_mode="interactivity"`` every size from 1 to 32 replaces 1, 2, 4.
-    """
-    if max_num_seqs < 1 or max_num_batched_tokens < 1:
-        raise ValueError("max_num_seqs and max_num_batched_tokens are at least 1.")
-    if performance_mode not in ("balanced", "interactivity", "throughput"):
-        raise ValueError("performance_mode is 'balanced', 'interactivity' or 'throughput'.")
-    largest = min(max_num_seqs * 2, 1024 if blackwell else 512)
-    largest = min(max_num_batched_tokens, largest)
-    if performance_mode == "interactivity":
-        sizes = list(range(1, min(largest, 32) + 1))
-    else:
-        sizes = [i for i in (1, 2, 4) if i <= largest]
-    if largest >= 8:
-        sizes += list(range(8, min(largest + 1, 256), 8))
-    if largest >= 256:
-        sizes += list(range(256, largest + 1, 16))
-    if max_num_batched_tokens <= largest and max_num_batched_tokens not in sizes:
-        sizes.append(max_num_batched_tokens)
-    return tuple(sorted(set(sizes)))
-
-
-# --------------------------------------------------------------------------- SGLang
-
-
-def sglang_default_max_bs(gpu_memory_mib: float | None, tp_size: int = 1) -> int:
-    """SGLang's default ``cuda_graph_max_bs`` by GPU memory (``ServerArgs._handle_gpu_memory_settings``)."""
-    if gpu_memory_mib is None:
-        return 160
-    gib = 1024
-    if gpu_memory_mib < 20 * gib:
-        return 8
-    if gpu_memory_mib < 35 * gib:
-        return 24 if tp_size < 4 else 80
-    if gpu_memory_mib < 60 * gib:
-        return 32 if tp_size < 4 else 160
-    if gpu_memory_mib < 160 * gib:  # H100/A100 80 GB and H20/H200 share one rule
-        return 256 if tp_size < 4 else 512
-    return 512
-
-
-def sglang_default_sizes(cuda_graph_max_bs: int = 256, *, speculative: bool = False,
-                         disable_padding: bool = False) -> tuple[int, ...]:
-    """SGLang's default ``cuda_graph_bs`` (``ServerArgs._generate_cuda_graph_batch_sizes``).
-
-    Plain decoding: 1, 2, 4, 8, 12, every 8 from 16 to 256, every 16 from 272 below 512, every
-    32 from 512; speculative decoding: every size to 8, every 2 to 32, every 4 to 64, every 8 to
-    256, every 16 after; ``disable_cuda_graph_padding``: every size. All capped at
-    ``cuda_graph_max_bs`` (the runner later also caps them at the request pool's size).
-    """
-    m = cuda_graph_max_bs
-    if m < 1:
-        raise ValueError("cuda_graph_max_bs is at least 1.")
-    if disable_padding:
-        sizes = list(range(1, m + 1))
-    elif not speculative:
-        sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, m + 1, 32))
-    else:
-        sizes = (list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4)) + list(range(72, 257, 8))
-                 + list(range(272, m + 1, 16)))
-    return tuple(b for b in sizes if b <= m)
-
-
-def sglang_sizes_2025(gpu_memory_mib: float, *, request_pool_size: int = 4096,
-                      cuda_graph_max_bs: int | None = None, dp_size: int = 1) -> tuple[int, ...]:
-    """The older rule in ``cuda_graph_runner.get_batch_sizes_to_capture`` (commit 21514ff5): 1, 2, 4, 8, every 8 to 160.
-
-    Every 8 up to 256 as well on a GPU of more than 80 GiB (81920 MiB) without data parallelism;
-    capped at the request pool's size and at ``cuda_graph_max_bs`` when given.
-    """
-    sizes = [1, 2, 4, 8] + list(range(16, 161, 8))
-    if gpu_memory_mib > 81920 and dp_size == 1:
-        sizes += list(range(160, 257, 8))
-    if max(sizes) > request_pool_size:
-        sizes += [request_pool_size - 1, request_pool_size]
-    sizes = sorted(set(b for b in sizes if b <= request_pool_size))
-    if cuda_graph_max_bs:
-        sizes = [b for b in sizes if b <= cuda_graph_max_bs]
-    return tuple(sizes)
-
-
-# --------------------------------------------------------------------------- traffic and waste
-
-
-def chat_batch_distribution(max_batch: int = 256, mean: float = 24.0) -> dict[int, float]:
-    """An ASSUMED mix of decode batch sizes: geometric, P(b) proportional to (1 - 1/mean)^(b-1), b = 1..max_batch.
-
-    Skewed to small batches, as a chat service at moderate load sees most steps with few running
-    requests and a long thin tail at high load. An assumption for teaching, not a measured trace:
-    replace it with your own server's histogram of running requests per step.
-    """
-    if max_batch < 1 or mean < 1:
-        raise ValueError("max_batch and mean are at least 1.")
-    q = 1.0 - 1.0 / mean
-    weights = {b: q ** (b - 1) if q > 0 else float(b == 1) for b in range(1, max_batch + 1)}
-    total = sum(weights.values())
-    return {b: w / total for b, w in weights.items()}
-
-
-def uniform_distribution(max_batch: int = 256) -> dict[int, float]:
-    """Every batch size from 1 to max_batch equally likely (a contrast to the chat mix)."""
-    return {b: 1.0 / max_batch for b in range(1, max_batch + 1)}
-
-
-def candidate_lists(max_batch: int = 256) -> dict[str, tuple[int, ...]]:
-    """Capture-size lists from few sizes to every size, all up to `max_batch`: the family the lesson trades."""
-    lists = {
-        "powers of two": powers_of_two(max_batch),
-        "every 32": every_n(32, max_batch),
-        "every 16": every_n(16, max_batch),
-        "vLLM default": vllm_default_sizes(max_num_seqs=max(1, max_batch // 2)),
-        "SGLang default": sglang_default_sizes(max_batch),
-        "every 4": every_n(4, max_batch),
-        "every size": tuple(range(1, max_batch + 1)),
-    }
-    return {name: tuple(b for b in check_buckets(s) if b <= max_batch) for name, s in lists.items()}
-
 
 # --------------------------------------------------------------------------- the trade-off
 

@@ -1,0 +1,31 @@
+"""Reading a benchmark's recorded JSON (written on a GPU, committed with the course): the one loader every reader uses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ReferenceDataError, ReferenceDataMissingError
+
+__all__ = ["load_recorded"]
+
+
+def load_recorded(file: Path, command: str) -> dict[str, Any]:
+    """A recorded benchmark's JSON (written on a GPU by `command`); a clear error when missing or not the benchmark's."""
+    if not file.is_file():
+        raise ReferenceDataMissingError(
+            f"no recorded GPU results at {file}: lessons on a machine without CUDA show figures from that file. "
+            f"It is written on a GPU machine by `{command}` and committed with the course; "
+            f"restore it with `git checkout -- data/{file.name}` or run the benchmark on a GPU."
+        )
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as exc:
+        raise ReferenceDataError(f"{file} is not valid JSON ({exc}): re-run `{command}` on a GPU.") from exc
+    if not isinstance(data, dict) or "provenance" not in data:
+        raise ReferenceDataError(
+            f"{file} has no 'provenance' section, so it did not come from `{command}`: "
+            f"recorded figures must say which GPU measured them."
+        )
+    return data
