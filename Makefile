@@ -55,9 +55,19 @@ browser: setup
 exercises: setup
 	$(PY) -m graphcourse.authoring.build_exercises --execute
 
-# Your own copy of every exercise notebook in my-work/ (made once, never overwritten; new exercises merged in).
+# Your own copy of every exercise notebook in my-work/ of the course you open (made once, never overwritten;
+# new exercises merged in). In the authored repository that course is the release in build/release.
 my-exercises: $(LAB_STAMP)
-	$(PY) -m graphcourse.authoring.mycopy
+	@$(BOOT) my-exercises
+
+# The course learners get, built from the sources into $(RELEASE): lessons, exercises and their self-check
+# data, toygraph, graphcourse, the recorded figures, the learner's docs and the set-up; no solutions, tests
+# or instructor kit (the build refuses if an answer would get out). Rebuilding keeps my-work/ and any file
+# the learner changed (moved to my-work/kept-from-update/). Publish this folder, not the repository.
+RELEASE ?= build/release
+.PHONY: release
+release: setup
+	$(PY) -m graphcourse.authoring.release --out $(RELEASE)
 
 # Every wheel the course needs, for a room without network: copy the course folder with
 # wheelhouse/ to each laptop; `make lab` there installs from it.

@@ -35,6 +35,7 @@ DEFAULT_TORCH = "torch==2.13.0"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 DEFAULT_PORT = 8888
 FIRST_PAGE = "notebooks/00_setup_check.ipynb"
+RELEASE_MANIFEST = "release.json"  # a folder holding it is a built release (graphcourse.authoring.release)
 # JupyterLab defaults for the course (overrides.json): the README and other markdown open
 # rendered, so a lesson's "Contents" link shows the course index with working links.
 LAB_SETTINGS_DIR = os.path.join(ROOT, "graphcourse", "lab_settings")
@@ -264,15 +265,37 @@ def pick_port(port=None):
     fail("ports %d-%d are all in use: choose a free one with make lab PORT=NNNN" % (DEFAULT_PORT, DEFAULT_PORT + 19))
 
 
-def lab_command(python, port, extra=()):
-    """The JupyterLab command line: the repository root served, lesson 00 opened first."""
-    cmd = [python, "-m", "jupyterlab", "--ServerApp.root_dir=" + ROOT, "--ip=127.0.0.1",
+def lab_command(python, port, extra=(), root=ROOT):
+    """The JupyterLab command line: the course folder `root` served, lesson 00 opened first."""
+    cmd = [python, "-m", "jupyterlab", "--ServerApp.root_dir=" + root, "--ip=127.0.0.1",
            "--port=%d" % port, "--ServerApp.port_retries=0",
            "--LabApp.default_url=/lab/tree/" + FIRST_PAGE,
            "--LabApp.app_settings_dir=" + LAB_SETTINGS_DIR]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # containers and CI run as root; JupyterLab refuses without this
     return cmd + list(extra)
+
+
+def learner_course(python):
+    """The folder learners get: this one when it is a release, else the release built from it into build/release.
+
+    A release (made by `make release`, it has release.json) holds no solutions, tests or instructor
+    kit. In the authored repository, JupyterLab serves build/release, so a learner's kernel and file
+    browser see the release, never the answers; rebuilding it keeps my-work/ and your changed files.
+    """
+    if os.path.exists(os.path.join(ROOT, RELEASE_MANIFEST)):
+        return ROOT
+    course = os.path.join(ROOT, "build", "release")
+    if subprocess.call([python, "-m", "graphcourse.authoring.release", "--out", course, "--quiet"], cwd=ROOT) != 0:
+        fail("could not build the learner course into build/release (the message above says why)")
+    return course
+
+
+def course_env(course):
+    """The environment JupyterLab and its kernels run in: the course folder's own packages first."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([course] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
 
 
 def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False):
@@ -283,16 +306,19 @@ def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False)
     else:
         python = setup(venv, torch_spec, wheels, dev=False)
     port = pick_port(port)
-    subprocess.call([python, "-m", "graphcourse.authoring.mycopy", "--quiet"], cwd=ROOT)
-    say("Opening the course: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
-        "  Your exercises copy is my-work/; the lessons are in notebooks/." % (port, FIRST_PAGE))
-    cmd = lab_command(python, port, extra)
+    course = learner_course(python)
+    env = course_env(course)
+    subprocess.call([python, "-m", "graphcourse.authoring.mycopy", "--quiet"], cwd=course, env=env)
+    where = "" if course == ROOT else " (the course learners get, built from this repository into build/release)"
+    say("Opening the course%s: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
+        "  Your exercises copy is my-work/; the lessons are in notebooks/." % (where, port, FIRST_PAGE))
+    cmd = lab_command(python, port, extra, root=course)
     if os.name == "posix":  # become JupyterLab: Ctrl-C and a kill reach it, nothing is left behind
-        os.chdir(ROOT)
+        os.chdir(course)
         sys.stdout.flush()
-        os.execv(python, cmd)
+        os.execve(python, cmd, env)
     try:
-        return subprocess.call(cmd, cwd=ROOT)
+        return subprocess.call(cmd, cwd=course, env=env)
     except KeyboardInterrupt:
         return 0
 
@@ -340,7 +366,8 @@ def main(argv=None):
         return 0
     if args.command == "my-exercises":
         python = setup(args.venv, args.torch, wheels, dev=False)
-        return subprocess.call([python, "-m", "graphcourse.authoring.mycopy"], cwd=ROOT)
+        course = learner_course(python)
+        return subprocess.call([python, "-m", "graphcourse.authoring.mycopy"], cwd=course, env=course_env(course))
     if args.command == "lab":
         return lab(args.venv, args.port, args.lab_args, args.torch, wheels, args.no_setup)
     return test(args.venv, args.torch, wheels)

@@ -230,6 +230,7 @@ print('ISOLATION ' + json.dumps({
     'other_home': _try(%(other_home)r, 'list'),
     'other_lesson': _try(os.path.join(%(other_home)r, %(lesson)r), 'read'),
     'solutions': _try(%(solutions)r, 'read'),
+    'near_answers': {p: _try(p, 'read') for p in %(near_answers)r},
 }))
 """
 
@@ -343,7 +344,9 @@ def learner_journey(browser, base: str, name: str, password: str, home: Path, ot
 
         out = run_in_kernel(nb, _ISOLATION_CODE % {
             "lesson": LESSON, "other_home": str(other_home),
-            "solutions": str(REPO / "solutions" / "06_exercises.ipynb")})
+            "solutions": str(REPO / "solutions" / "06_exercises.ipynb"),
+            "near_answers": [str(REPO / "tests" / "test_browser.py"), str(REPO / "docs" / "instructor" / "lessons.md"),
+                             str(next((REPO / "tests" / "wrong_answers").rglob("*.py")))]})
         line = next((ln for ln in out.splitlines() if ln.startswith("ISOLATION ")), None)
         assert line, f"{name}: the isolation check printed {out!r}"
         seen = json.loads(line.removeprefix("ISOLATION "))
@@ -413,7 +416,8 @@ def test_class_server_two_learners(tmp_path):
     names = [f"ada{tag}", f"bob{tag}"]  # ada answers right in place, bob wrong in a copy
     homes_root, state, collected = root / "homes", root / "state", root / "class"
     homes_root.mkdir(mode=0o755)
-    private = [p for p in (REPO / "solutions", REPO / ".git") if p.is_dir() and not p.is_symlink()]
+    private = [p for p in (REPO / "solutions", REPO / ".git", REPO / "tests", REPO / "docs" / "instructor", REPO / "build")
+               if p.is_dir() and not p.is_symlink()]
     modes = {p: stat.S_IMODE(os.stat(p).st_mode) for p in private}
     env = dict(os.environ, COURSE_HUB_ROOT=str(state), COURSE_HUB_GROUP=group, COURSE_HUB_IP="127.0.0.1",
                COURSE_HUB_PORT=str(bs.free_port()), COURSE_HUB_HUB_PORT=str(bs.free_port()),
@@ -480,6 +484,8 @@ def test_class_server_two_learners(tmp_path):
             assert seen["other_home"] == "denied" and seen["other_lesson"] == "denied", (
                 f"{name} can read the other learner's files: {seen}")
             assert seen["solutions"] == "denied", f"{name} can read the model answers: {seen}"
+            assert set(seen["near_answers"].values()) == {"denied"}, (
+                f"{name} can read tests or the instructor kit (near-answers): {seen['near_answers']}")
 
         # 5. stop everything: the hub takes its proxy and both learners' servers and kernels down
         memory = {n: round(rss_mb(pwd.getpwnam(n).pw_uid)) for n in names}

@@ -55,7 +55,7 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def test_make_lab_serves_the_whole_course_and_opens_lesson_00(tmp_path):
+def test_make_lab_serves_the_release_and_opens_lesson_00(tmp_path):
     port, token = free_port(), secrets.token_hex(16)
     proc = subprocess.Popen(
         ["make", "-s", "-o", ".venv/.course-installed-lab", "lab", f"PORT={port}",
@@ -81,7 +81,9 @@ def test_make_lab_serves_the_whole_course_and_opens_lesson_00(tmp_path):
                 return {item["name"] for item in json.loads(response.read())["content"]}
 
         root = listing()
-        assert {"notebooks", "exercises", "toygraph", "README.md", "my-work"} <= root, root
+        assert {"notebooks", "exercises", "toygraph", "README.md", "my-work", "release.json"} <= root, root
+        assert not {"solutions", "tests", "classroom", ".git"} & root, f"make lab serves the release, not the sources: {root}"
+        assert "instructor" not in listing("docs")
         assert "01_the_big_idea.ipynb" in listing("notebooks")
         assert "capture.py" in listing("toygraph"), "the toygraph source the lessons invite learners to read"
         assert "06_exercises.ipynb" in listing("my-work"), "make lab makes the learner's copy"

@@ -49,8 +49,11 @@ COURSE_DIR = "cuda-graphs-course"  # the learner's copy: ~/cuda-graphs-course
 # answers), tests/ (the wrong answers and the grader's fixtures), .git or the virtualenv.
 COPY = ["README.md", "notebooks", "exercises", "toygraph", "graphcourse", "data", "docs"]
 NEVER_COPY_DIRS = {"__pycache__", ".ipynb_checkpoints", "instructor", "node_modules"}
-# Readable by learners would hand them the model answers (root, the grader, still reads them).
-PRIVATE = ["solutions"]
+# Readable by learners would hand them the model answers or near-answers (root, the grader, still
+# reads them): solutions/, tests/ (a whole ex01 answer in the browser test, the wrong answers, each
+# a model answer with one mistake), the instructor kit, and the release build (its own copy of
+# the authored tree's build outputs; learners get their own copy from COPY).
+PRIVATE = ["solutions", "tests", "docs/instructor", "build"]
 PROXY = HERE / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
 USERNAME = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")
 NOBODY = "nobody"
