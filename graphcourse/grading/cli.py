@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR, help="the pristine notebooks (default: solutions/)")
     p.add_argument("--only", action="append", default=[], metavar="EXERCISE",
                    help="grade only this exercise (repeat for more); the others are left out of the report")
-    p.add_argument("--seed", type=int, default=None, help="the hidden inputs' seed (default: a new random one per run)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="the hidden inputs' seed (default: one fixed by the solutions' contents, so every rerun, "
+                        "export and machine gives the same marks; give another for a new term)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (the table and warnings still print)")
     return p
 

@@ -9,8 +9,8 @@ the end, one at a time (the machine is quieter then), and the retry's result sta
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.exercise_format import NEEDS, solution_paths
 from ..core.paths import ROOT
 from ..errors import GraphCourseError
 from . import reports
-from ..core.exercise_format import NEEDS
 from .assignment import Assignment, Exercise, load_assignments
 from .notebooks import (InvalidNotebook, Learner, LearnerNotebook, _copy_name, defined_names, discover, find_answer,
                         read_learner)
@@ -33,6 +33,21 @@ from .scan import scan
 from .verdict import exercise_mark
 
 FORMAT = "graphcourse-grades/2"
+
+
+def assignment_seed(solutions_dir: Path) -> int:
+    """The hidden inputs' seed of an assignment: drawn from the solutions notebooks' contents, so it is fixed.
+
+    The same notebook earns the same marks in every run (gradebook, feedback pages, a regrade, another
+    machine) only if its hidden inputs are the same. A seed kept from the solutions needs no state
+    that could be lost and cannot be known by a learner, who never reads solutions/; any change to
+    the solutions draws new inputs, and ``--seed N`` (a new term, say) chooses others on purpose.
+    The report records the seed each run used.
+    """
+    digest = hashlib.sha256()
+    for path in solution_paths(solutions_dir):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return int.from_bytes(digest.digest()[:4], "big") % (2**31 - 1) + 1
 
 
 @dataclass
@@ -116,7 +131,7 @@ class Grader:
             self.assignments = [a for a in self.assignments if a.exercises]
         self.confinement: Confinement = detect()
         self.available = available_needs(options.cuda)
-        self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1, 2**31)
+        self.seed = options.seed if options.seed is not None else assignment_seed(solutions_dir)
         self.warnings: list[str] = []
         self.report: dict = {}
         self.model: dict[str, ExerciseRun] = {}
@@ -417,7 +432,7 @@ class Grader:
             "checks_needing": {n: n in self.available for n in NEEDS}, "jobs": jobs,
             "solutions": [a.name for a in self.assignments],
             "exercises": [ex.id for a in self.assignments for ex in a.exercises],
-            "seed": self.seed},  # drawn for this run; written once grading starts, never shown to a kernel
+            "seed": self.seed},  # fixed by the solutions (or --seed); never shown to a kernel
             "learners": {l.name: self._learner_record("not graded yet") for l in learners},
             "skipped": [{"path": p, "reason": r} for p, r in skipped], "warnings": []}
         tmp_root = Path(tempfile.gettempdir())

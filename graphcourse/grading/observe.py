@@ -6,7 +6,7 @@ A check cell never decides whether an answer is right. It calls the learner's co
 
     observe.call("bucket for 17", pick_bucket, 17, [1, 2, 4, 8, 16, 32], hint="the smallest bucket that holds it")
     observe("syncs", dev.sync_count)
-    for n in inputs.sample(range(1, 40), 5):  # hidden inputs: a new seed every grading run
+    for n in inputs.sample(range(1, 40), 5):  # hidden inputs: the assignment's fixed seed, one stream per check
         observe.call(f"bucket for {n}", pick_bucket, n, inputs.shuffled([1, 2, 4, 8, 16, 32]))
 
 The grader (``graphcourse.grading``) runs the same cell with the model answer and compares the two sets of

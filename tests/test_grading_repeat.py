@@ -1,0 +1,85 @@
+"""The same notebook earns the same marks in every run: the hidden inputs' seed is fixed by the assignment.
+
+A class with a model answer, a lookup table and an answer that is right only on small inputs (so
+its hidden check passes or fails by the inputs drawn) is graded three times into three report
+folders; every learner's every check must read the same each time, and the report must say which
+seed it used. Runs the confined grader (root and bubblewrap), like tests/test_grade.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_fixtures"))
+from make_fixtures import NAME, learner_copy, solutions_notebook  # noqa: E402
+
+from graphcourse.grading.engine import assignment_seed  # noqa: E402
+from graphcourse.grading.sandbox import detect  # noqa: E402
+
+LEARNERS = {
+    "model": None,
+    "lookup": {"ex01_add": "def add(a, b):\n    return {(1, 2): 3, (0.5, 0.25): 0.75}.get((a, b), 0)"},
+    "small_only": {"ex01_add": "def add(a, b):\n    return a + b if abs(a) < 500_000 else 0"},
+}
+
+
+def test_the_seed_is_fixed_by_the_solutions(tmp_path: Path) -> None:
+    sol = tmp_path / "solutions"
+    sol.mkdir()
+    nbformat.write(solutions_notebook(), sol / NAME)
+    first = assignment_seed(sol)
+    assert first == assignment_seed(sol) and 1 <= first < 2**31
+    nb = solutions_notebook()
+    nb.cells[0].source += "\n# a changed solution"
+    nbformat.write(nb, sol / NAME)
+    assert assignment_seed(sol) != first, "changed solutions draw new hidden inputs"
+
+
+def _marks(report: dict) -> dict:
+    return {name: (rec["total"], {ex: {c: m["status"] for c, m in mark["checks"].items()}
+                                  for ex, mark in rec["exercises"].items()})
+            for name, rec in report["learners"].items()}
+
+
+@pytest.fixture(scope="module")
+def regraded(tmp_path_factory) -> list[dict]:
+    conf = detect()
+    if not conf.confined:
+        if os.geteuid() == 0:
+            pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons))
+        pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
+    root = tmp_path_factory.mktemp("regrade")
+    os.chmod(root, 0o755)
+    sol = root / "solutions"
+    sol.mkdir()
+    nbformat.write(solutions_notebook(), sol / NAME)
+    for name, answers in LEARNERS.items():
+        (root / "class" / name).mkdir(parents=True)
+        nbformat.write(learner_copy(answers), root / "class" / name / NAME)
+    reports = []
+    for run in range(3):
+        out = root / f"out{run}"
+        proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--solutions", str(sol),
+                               "--report", str(out / "grades.json"), "--jobs", "2", "--quiet", "--timeout-per-cell", "10"],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        reports.append(json.loads((out / "grades.json").read_text()))
+    reports.append(assignment_seed(sol))
+    return reports
+
+
+def test_three_runs_give_the_same_marks(regraded) -> None:
+    *reports, seed = regraded
+    assert {r["run"]["seed"] for r in reports} == {seed}
+    first = _marks(reports[0])
+    model_checks = [s for checks in first["model"][1].values() for s in checks.values()]
+    assert set(model_checks) <= {"passed", "not-graded"} and "passed" in model_checks, first["model"]
+    assert first["lookup"][0] < first["model"][0], first
+    assert all(_marks(r) == first for r in reports[1:])
