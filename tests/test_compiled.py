@@ -106,11 +106,22 @@ def test_the_stand_in_raises_torchs_words_for_a_stale_output_and_clones_survive(
     step = OutputsValidUntilNextCall(lambda v: [(t * 31 + 7) % 97 for t in v])
     first = step([5])
     kept = first.clone()
-    second = step(first)
+    second = step(kept)
     with pytest.raises(StaleOutputError, match="overwritten by a subsequent run"):
         first.tolist()
     assert kept.tolist() == [(5 * 31 + 7) % 97] and second.tolist() == [((5 * 31 + 7) % 97 * 31 + 7) % 97]
     assert step.calls == 2
+
+
+def test_the_stand_in_takes_back_the_previous_output_before_it_reads_its_input() -> None:
+    """As CUDAGraph Trees do after a warm-up or recording call: an output fed back in raw fails at the next call."""
+    from graphcourse.gpulib.compiled import OutputsValidUntilNextCall, StaleOutputError
+
+    step = OutputsValidUntilNextCall(lambda v: [t + 1 for t in v])
+    first = step([1])
+    with pytest.raises(StaleOutputError, match="overwritten by a subsequent run"):
+        step(first)
+    assert step(step([1]).clone()).tolist() == [3], "a clone fed back is the safe way"
 
 
 def test_a_failing_benchmark_stage_names_itself_in_the_error() -> None:

@@ -6,7 +6,7 @@ the course teaches it, and which checks must catch it). Each becomes one learner
 holding that exercise (06_exercises, 07_compile_and_control_flow, ...) with that answer in its exercise (the other
 answer cells deleted; the other notebooks not handed in). The whole class, with the model answers and an untouched
 copy of every notebook, is graded once, by the real grader's command line (`python -m graphcourse.grading`), with
-hidden inputs drawn anew for the run.
+the assignment's fixed hidden inputs (run the test with GRAPHCOURSE_GRADING_SEED=N for other seeds).
 """
 
 from __future__ import annotations
@@ -110,8 +110,9 @@ def graded(tmp_path_factory):
             nbformat.write(nb, root / name / file_name)
     out = tmp_path_factory.mktemp("wrong-out")
     report = out / "grades.json"
+    seed = ["--seed", os.environ["GRAPHCOURSE_GRADING_SEED"]] if os.environ.get("GRAPHCOURSE_GRADING_SEED") else []
     proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root), "--report", str(report), "--quiet",
-                           "--jobs", str(min(2, os.cpu_count() or 1))],
+                           "--jobs", str(min(2, os.cpu_count() or 1)), *seed],
                           capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(report.read_text(encoding="utf-8"))

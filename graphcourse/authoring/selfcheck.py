@@ -15,7 +15,7 @@ solutions/ on the visible checks' inputs (seed 0, the same inputs a learner's no
 visible check, a salted SHA-256 of each observation into ``exercises/selfcheck.json``. A self-check runs the
 course's own (pristine) check cells in the learner's kernel, hashes what it observes the same way and compares.
 Floats are compared to 6 significant digits. It is a self-check, not a grade: the grader also runs hidden checks
-on inputs drawn anew for every grading run, confined, and compares plain observations with the model's.
+on inputs the learner has not seen (fixed for the assignment), confined, and compares plain observations with the model's.
 The hashes hide the values from plain sight only; a learner who brute-forces a hash of a small answer learns the
 answer to one visible input, which earns nothing at grading.
 """
@@ -434,7 +434,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
             total += points if outcome == "passed" else 0
         tr.write_line(f"{ex}: " + ", ".join(parts))
     tr.write_line(f"{total} of {top} visible points match the model answer (the grader adds hidden checks, "
-                  "with inputs drawn anew for every grading run)")
+                  "with inputs you have not seen)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -337,10 +337,14 @@ class OutputsValidUntilNextCall:
 
     Wraps a function of plain lists; each call returns a :class:`StandInOutput` whose values
     stay readable only until the next call (then reading raises torch's message), unless cloned.
-    It is stricter than torch: CUDAGraph Trees raise only for outputs of the warm-up and recording
-    calls (``dealloc_current_path_weakrefs`` runs when a warm-up or a recording ends, not a replay),
-    and an output of a replay read after the next call silently holds that call's values (seen on
-    the course's H200, torch 2.11). A stand-in that always raises makes the mistake visible.
+    A call takes back the previous call's outputs **before** it reads its own input, as CUDAGraph
+    Trees do: when a warm-up or recording call ends, the next call's ``_run`` ends that generation
+    (``try_end_curr_warmup`` -> ``dealloc_current_path_weakrefs`` in ``torch/_inductor/cudagraph_trees.py``)
+    before ``_allocate_and_copy_recording_inputs`` copies the inputs, so feeding an output back in
+    raw fails at the second call on a GPU too. It is stricter than torch in one way: CUDAGraph Trees
+    raise only for outputs of the warm-up and recording calls, while an output of a replay read after
+    the next call silently holds that call's values; the stand-in always raises, to make the
+    mistake visible.
     """
 
     def __init__(self, fn: Callable[[list], list]) -> None:
@@ -348,8 +352,8 @@ class OutputsValidUntilNextCall:
         self.calls = 0
 
     def __call__(self, x: Any) -> StandInOutput:
-        """Call fn on x (a list, or an output of this stand-in) and return an output valid until the next call."""
+        """Take back the previous outputs, then call fn on x (a list, or a clone of an output) and return an output valid until the next call."""
+        self.calls += 1  # the previous call's outputs are overwritten from here on, the input included
         values = x.tolist() if isinstance(x, StandInOutput) else list(x)
         result = list(self.fn(values))
-        self.calls += 1
         return StandInOutput(result, self, self.calls)

@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds for all of one learner's exercises together (default 600)")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="learners graded at once (default: the number of cores)")
     p.add_argument("--memory-mb", type=int, default=4096, metavar="MB", help="address space per kernel process (default 4096)")
+    p.add_argument("--gpu-memory-mb", type=int, default=65536, metavar="MB",
+                   help="address space per kernel process where checks may use CUDA (default 65536: CUDA does not "
+                        "initialise under a few GB)")
     p.add_argument("--allow-reviewed", action="append", default=[], metavar="LEARNER[:EXERCISE]",
                    help="award the points of answers flagged 'needs review' once you have read them ('*' for all)")
     p.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR, help="the pristine notebooks (default: solutions/)")
@@ -67,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             if folder is not None:
                 folder.mkdir(parents=True, exist_ok=True)
         options = Options(timeout_floor=args.timeout_per_cell, budget=args.budget_per_learner, jobs=args.jobs,
-                          memory_mb=args.memory_mb, allow_reviewed=set(args.allow_reviewed), progress=not args.quiet,
+                          memory_mb=args.memory_mb, gpu_memory_mb=args.gpu_memory_mb, allow_reviewed=set(args.allow_reviewed), progress=not args.quiet,
                           seed=args.seed, only=set(args.only) or None)
         grader = Grader(args.paths, args.solutions, options,
                         Outputs(args.report, args.csv, args.feedback, args.gradescope, args.junit))

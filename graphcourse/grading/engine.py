@@ -57,6 +57,7 @@ class Options:
     budget: float = 600.0  # seconds per learner, all exercises together (retries apart)
     jobs: int | None = None
     memory_mb: int = 4096
+    gpu_memory_mb: int = 65536
     allow_reviewed: set[str] = field(default_factory=set)  # learner, learner:exercise, or "*"
     allow_unconfined: bool = True
     cuda: bool | None = None  # None: detect
@@ -191,7 +192,7 @@ class Grader:
     def sandbox(self, slot: int) -> Sandbox:
         assert self.tmp is not None
         return Sandbox(self.confinement, slot, self.tmp / f"slot-{slot}", self.course_root,
-                       SandboxLimits(memory_mb=self.options.memory_mb), gpu="cuda" in self.available,
+                       SandboxLimits(memory_mb=self.options.memory_mb, gpu_memory_mb=self.options.gpu_memory_mb), gpu="cuda" in self.available,
                        uid=self.uid_pool.uids[slot - 1] if self.uid_pool else 0)
 
     def _learner_record(self, status: str, notes: list[str] | None = None) -> dict:

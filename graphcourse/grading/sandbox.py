@@ -18,7 +18,9 @@ How a kernel is started (``Sandbox.kernel_argv``), when bubblewrap (``bwrap``) i
 * its own pid namespace: it sees and signals only its own processes; when the namespace's first process ends
   (the grader kills it, or the grader dies: ``--die-with-parent``), the kernel ends every process in it, double
   forks and ``setsid`` included;
-* rlimits: address space, processes, file size, open files, CPU seconds, no core files.
+* rlimits: address space (64 GiB instead of 4 for a kernel that may use the GPU: CUDA does not initialise under a
+  few GB, see ``GPU_ADDRESS_SPACE_NOTE``), processes, file size, open files, CPU seconds, no core files;
+* its own /etc/passwd and /etc/group, naming the grading uid ``learner`` (libraries that ask for a user name work).
 
 Without bubblewrap, or not as root, :func:`detect` says what is missing, and the grader prints and records it loudly.
 """
@@ -36,11 +38,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 GRADER_UID_BASE = 64000  # uids GRADER_UID_BASE .. +999: unused by Debian (system users < 1000, nobody 65534)
+LEARNER_NAME = "learner"  # the grading uid's name inside the sandbox (torch.compile, getpass ask for one)
+GPU_ADDRESS_SPACE_NOTE = (
+    "CUDA reserves far more virtual address space than it uses: under prlimit --as=4GiB, cudaGetDeviceCount() fails "
+    "with 'out of memory' (seen on an H200, torch 2.11), while 64 GiB lets it initialise. A kernel that may touch "
+    "CUDA gets Limits.gpu_memory_mb instead of memory_mb: still a cap, so a learner who asks for 100 GB is stopped.")
 
 
 @dataclass(frozen=True)
 class Limits:
     memory_mb: int = 4096  # address space per process (torch on CPU maps ~1.5 GB)
+    gpu_memory_mb: int = 65536  # the same for a kernel that may touch CUDA (see GPU_ADDRESS_SPACE_NOTE)
     processes: int = 256  # per uid: threads count too
     file_mb: int = 64
     open_files: int = 512
@@ -120,12 +128,28 @@ class Sandbox:
     gpu: bool = False
     uid: int = 0  # the kernel's uid (see UidPool); 0 when not confined
 
+    @property
+    def etc_dir(self) -> Path:
+        """Host folder (root's, read-only inside) with the passwd and group files the sandbox sees."""
+        return self.socket_dir.with_name(self.socket_dir.name + ".etc")
+
     def prepare(self) -> None:
-        """Create the socket folder, owned by the kernel's uid, readable by nobody else."""
+        """Create the socket folder, owned by the kernel's uid, readable by nobody else; and the sandbox's passwd.
+
+        The grading uid has no entry in the machine's /etc/passwd; libraries that ask for the user's name
+        (torch.compile's cache folder, getpass) fail without one, so the sandbox gets its own two-line
+        passwd and group naming it ``learner``, with /tmp as its home.
+        """
         self.socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.confinement.confined:
             os.chown(self.socket_dir, self.uid, self.uid)
             os.chmod(self.socket_dir, 0o700)
+            self.etc_dir.mkdir(mode=0o755, exist_ok=True)
+            (self.etc_dir / "passwd").write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                                 f"{LEARNER_NAME}:x:{self.uid}:{self.uid}:grading:/tmp:/usr/sbin/nologin\n")
+            (self.etc_dir / "group").write_text(f"root:x:0:\n{LEARNER_NAME}:x:{self.uid}:\n")
+            for f in ("passwd", "group"):
+                os.chmod(self.etc_dir / f, 0o644)
 
     def _ro_paths(self) -> list[str]:
         paths = ["/usr"]
@@ -168,7 +192,8 @@ class Sandbox:
         lim = self.limits
         ro = self._ro_paths()
         sock = str(self.socket_dir)
-        argv = [self.confinement.prlimit, f"--as={lim.memory_mb * 1024 * 1024}", f"--nproc={lim.processes}",
+        address_mb = lim.gpu_memory_mb if self.gpu else lim.memory_mb  # see GPU_ADDRESS_SPACE_NOTE
+        argv = [self.confinement.prlimit, f"--as={address_mb * 1024 * 1024}", f"--nproc={lim.processes}",
                 f"--fsize={lim.file_mb * 1024 * 1024}", f"--nofile={lim.open_files}", f"--cpu={lim.cpu_s}", "--core=0",
                 "--",
                 self.confinement.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
@@ -182,10 +207,13 @@ class Sandbox:
         for p in ro:
             argv += ["--ro-bind", p, p]
         argv += ["--bind", sock, sock]
+        if self.etc_dir.is_dir():
+            argv += ["--ro-bind", str(self.etc_dir / "passwd"), "/etc/passwd",
+                     "--ro-bind", str(self.etc_dir / "group"), "/etc/group"]
         if self.gpu:
             for dev in sorted(Path("/dev").glob("nvidia*")):
                 argv += ["--dev-bind", str(dev), str(dev)]
-        env = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+        env = {"HOME": "/tmp", "USER": LEARNER_NAME, "LOGNAME": LEARNER_NAME, "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
                "PYTHONPATH": _real(self.course_root), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
                "IPYTHONDIR": "/tmp/.ipython", "MPLCONFIGDIR": "/tmp/.mpl", "MPLBACKEND": "Agg",
                "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter", "JUPYTER_PLATFORM_DIRS": "1", "OMP_NUM_THREADS": "1",
@@ -218,6 +246,7 @@ class Sandbox:
 
     def remove(self) -> None:
         shutil.rmtree(self.socket_dir, ignore_errors=True)
+        shutil.rmtree(self.etc_dir, ignore_errors=True)
 
 
 class UidPool:

@@ -1,0 +1,68 @@
+"""A confined kernel's identity and limits: its uid has a name inside the sandbox, and CUDA kernels get room to start.
+
+Runs a short Python through the exact command a confined kernel starts with (``Sandbox.kernel_argv``, the
+kernel's own last arguments swapped for ``-c``), so what holds here holds for every learner's kernel.
+Needs root and bubblewrap, like the grader itself (skipped otherwise, a failure when root lacks bubblewrap).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphcourse.grading.sandbox import LEARNER_NAME, Limits, Sandbox, UidPool, detect
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = ("import getpass, json, os, pwd, resource\n"
+         "print(json.dumps({'uid': os.getuid(), 'name': pwd.getpwuid(os.getuid()).pw_name, 'user': getpass.getuser(),\n"
+         "                  'home': os.path.expanduser('~'), 'as': resource.getrlimit(resource.RLIMIT_AS)[0],\n"
+         "                  'root_name': pwd.getpwuid(0).pw_name}))\n")
+
+
+def _confined():
+    conf = detect()
+    if not conf.confined:
+        if os.geteuid() == 0:
+            pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons))
+        pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
+    return conf
+
+
+def _run(tmp_path: Path, gpu: bool, code: str = PROBE) -> subprocess.CompletedProcess:
+    conf = _confined()
+    pool = UidPool(1, folder=tmp_path / "uids")
+    os.chmod(tmp_path, 0o755)
+    box = Sandbox(conf, 0, tmp_path / "slot-0", ROOT, Limits(memory_mb=2048, gpu_memory_mb=65536), gpu=gpu,
+                  uid=pool.uids[0])
+    try:
+        box.prepare()
+        argv = box.kernel_argv(sys.executable)
+        assert argv[-4:] == ["-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        return subprocess.run(argv[:-4] + ["-c", code], capture_output=True, text=True, timeout=120)
+    finally:
+        box.sweep()
+        box.remove()
+        pool.release()
+
+
+def test_the_grading_uid_has_a_name_inside_the_sandbox(tmp_path: Path) -> None:
+    done = _run(tmp_path, gpu=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["name"] == seen["user"] == LEARNER_NAME and seen["home"] == "/tmp" and seen["root_name"] == "root"
+    assert seen["uid"] > 64000
+    assert seen["as"] == 2048 * 1024 * 1024, "a kernel without the GPU keeps the tight address-space cap"
+    assert not (tmp_path / "slot-0.etc").exists(), "the sandbox's passwd goes with it"
+
+
+def test_a_gpu_kernel_gets_an_address_space_cuda_can_start_in_but_still_a_cap(tmp_path: Path) -> None:
+    done = _run(tmp_path, gpu=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["as"] == 65536 * 1024 * 1024
+    hog = _run(tmp_path, gpu=True, code="b = bytearray(100 * 1024**3)")
+    assert hog.returncode != 0 and "MemoryError" in hog.stderr, "asking for 100 GB is still refused"
