@@ -199,7 +199,8 @@ class Sandbox:
                 self.confinement.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grading",
                 "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
-                "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib"]
+                "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+                "--symlink", "usr/sbin", "/sbin"]  # Triton runs /sbin/ldconfig -p to find libcuda (torch.compile on a GPU)
         if os.path.isdir("/usr/lib64"):
             argv += ["--symlink", "usr/lib64", "/lib64"]
         argv += ["--perms", "0755", "--dir", "/etc"]

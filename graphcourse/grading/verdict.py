@@ -100,6 +100,36 @@ def _clip(text: str, n: int = 300) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+_THREADS = re.compile(r"^threads still running: (-?\d+) more than before the answer$")
+
+
+def unexpected_flags(learner: list[str], model: list[str]) -> list[str]:
+    """The run-time review flags of a learner's check that the model answer's run of the same check did not raise.
+
+    A check's own, trusted code may leave what the flags look for: torch.compile in a CUDA check starts
+    compile worker threads, so the model answer's run ends with more threads too. A flag the model's run
+    raised as well is the check's doing, not the learner's; more threads than the model's run left is
+    still flagged.
+    """
+    def threads(flags: list[str]) -> int | None:
+        for f in flags:
+            m = _THREADS.match(f)
+            if m:
+                return int(m[1])
+        return None
+
+    allowed_threads = threads(model)
+    out = []
+    for f in learner:
+        m = _THREADS.match(f)
+        if m and allowed_threads is not None and int(m[1]) <= allowed_threads:
+            continue
+        if not m and f in model:
+            continue
+        out.append(f)
+    return out
+
+
 def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None, *, available: set[str],
                   review: list[str], allowed: bool, answer_notes: list[str], missing: str = "",
                   missing_status: str = "missing") -> dict:
@@ -157,7 +187,7 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
         if r is None:
             checks[c.id] = {"points": 0, "max": c.points, "status": "error", "message": "not run", "hidden": c.hidden}
             continue
-        flags += [f"at run time: {f}" for f in r.flags]
+        flags += [f"at run time: {f}" for f in unexpected_flags(r.flags, m.flags)]
         if r.kind == "timeout":
             status, msg = "timeout", (_clip(r.problem) if r.problem else "this check ran past its time limit with "
                                       "your answer (an endless loop?); the kernel was replaced")
