@@ -18,11 +18,13 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_fixtures"))
-from make_fixtures import NAME, learner_copy, solutions_notebook  # noqa: E402
+from make_fixtures import NAME, learner_copy, solutions_notebook, stub_copy  # noqa: E402
 
 from graphcourse.grading.engine import assignment_seed  # noqa: E402
 from graphcourse.grading.sandbox import detect  # noqa: E402
 
+NAMES_THAT_COLLIDE = [b"zz victim", b"zz_victim-18c793ef", b"ZZ_VICTIM", b"caf\xe9 \xff"]
+"""'zz victim' slugs to 'zz_victim-18c793ef', a second learner's real name; case differs; bytes that are not UTF-8."""
 LEARNERS = {
     "model": None,
     "lookup": {"ex01_add": "def add(a, b):\n    return {(1, 2): 3, (0.5, 0.25): 0.75}.get((a, b), 0)"},
@@ -63,14 +65,21 @@ def regraded(tmp_path_factory) -> list[dict]:
     for name, answers in LEARNERS.items():
         (root / "class" / name).mkdir(parents=True)
         nbformat.write(learner_copy(answers), root / "class" / name / NAME)
+    for name in NAMES_THAT_COLLIDE:  # hostile but legal names, with untouched copies (no kernel needed)
+        folder = os.path.join(os.fsencode(root / "class"), name)
+        os.makedirs(folder)
+        nbformat.write(stub_copy(), os.fsdecode(os.path.join(folder, os.fsencode(NAME))))
     reports = []
     for run in range(3):
         out = root / f"out{run}"
         proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--solutions", str(sol),
-                               "--report", str(out / "grades.json"), "--jobs", "2", "--quiet", "--timeout-per-cell", "10"],
+                               "--report", str(out / "grades.json"), "--jobs", "2", "--quiet", "--timeout-per-cell", "10",
+                               "--csv", str(out / "grades.csv"), "--junit", str(out / "grades.xml"),
+                               "--feedback", str(out / "feedback"), "--gradescope", str(out / "gradescope")],
                               capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-3000:]
         reports.append(json.loads((out / "grades.json").read_text()))
+        reports[-1]["out"] = str(out)
     reports.append(assignment_seed(sol))
     return reports
 
@@ -83,3 +92,20 @@ def test_three_runs_give_the_same_marks(regraded) -> None:
     assert set(model_checks) <= {"passed", "not-graded"} and "passed" in model_checks, first["model"]
     assert first["lookup"][0] < first["model"][0], first
     assert all(_marks(r) == first for r in reports[1:])
+
+
+def test_every_learner_gets_a_page_of_their_own_and_odd_names_break_nothing(regraded) -> None:
+    *reports, _seed = regraded
+    report = reports[0]
+    out = Path(report["out"])
+    names = [os.fsdecode(n) for n in NAMES_THAT_COLLIDE]
+    assert set(names) <= set(report["learners"]), sorted(report["learners"])
+    pages = sorted(p.name for p in (out / "feedback").glob("*.html") if p.name != "index.html")
+    assert len(pages) == len(report["learners"]) == len({p.lower() for p in pages}), pages
+    assert len(list((out / "gradescope").glob("*.json"))) == len(report["learners"])
+    index = (out / "feedback" / "index.html").read_text()
+    assert "caf\\xe9 \\xff" in index and index.count("<tr>") == len(report["learners"]) + 1
+    for page in pages:  # each page names the learner it is for, and only that one
+        text = (out / "feedback" / page).read_text()
+        assert text.count("<h1>Feedback for ") == 1
+    assert "caf" in (out / "grades.csv").read_text() and (out / "grades.xml").read_text().startswith("<?xml")

@@ -215,12 +215,15 @@ class Grader:
             reports.write_atomic(out.csv, reports.to_csv(self.report))
         if out.junit:
             reports.write_atomic(out.junit, reports.junit(self.report))
+        stems = reports.file_names(self.report["learners"])
+        if out.feedback:
+            reports.write_atomic(out.feedback / "index.html", reports.index_html(self.report, stems, out.feedback.name))
         if learner is not None:
             rec = self.report["learners"][learner]
             if out.feedback:
-                reports.write_atomic(out.feedback / f"{reports.slug(learner)}.html", reports.feedback_html(learner, rec, self.hints))
+                reports.write_atomic(out.feedback / f"{stems[learner]}.html", reports.feedback_html(learner, rec, self.hints))
             if out.gradescope:
-                reports.write_atomic(out.gradescope / f"{reports.slug(learner)}.json", reports.gradescope(rec))
+                reports.write_atomic(out.gradescope / f"{stems[learner]}.json", reports.gradescope(rec))
 
     # --- running -----------------------------------------------------------------------------------------
     async def _with_slot(self, coro_fn):

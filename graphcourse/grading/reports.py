@@ -23,10 +23,25 @@ class ReportPathError(OSError):
     pass
 
 
+def _decodable(text: str) -> str:
+    """The text with what UTF-8 cannot encode (a name's bytes that were not UTF-8, read with surrogateescape, or a
+    lone surrogate) written as \\xNN, so that printing and writing it never fails."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
+
+
 def terminal(text: str) -> str:
-    """Text safe for a terminal: control characters (escape sequences, bidi overrides) shown as \\xNN."""
+    """Text safe for a terminal: control characters (escape sequences, bidi overrides) shown as \\xNN, and bytes
+    that are not UTF-8 too."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}",
-                        str(text))
+                        _decodable(str(text)))
 
 
 def spreadsheet(text) -> str | int | float:
@@ -40,11 +55,14 @@ def spreadsheet(text) -> str | int | float:
 
 
 def xml_text(text: str) -> str:
-    return _XML_BAD.sub("\ufffd", str(text))
+    return _XML_BAD.sub("\ufffd", _decodable(str(text)))
 
 
 def slug(name: str) -> str:
-    """A file name for a learner: letters, digits, - and _, plus a short hash when that changed the name."""
+    """A file name for a learner: letters, digits, - and _, plus a short hash when that changed the name.
+
+    Not unique on its own (a learner may be named like another's slug): :func:`file_names` makes the names of a
+    whole class unique."""
     plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     out = re.sub(r"[^A-Za-z0-9_-]+", "_", plain).strip("_-.")[:60] or "learner"
     if out != name:
@@ -52,6 +70,40 @@ def slug(name: str) -> str:
 
         out += "-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return out
+
+
+def file_names(names) -> dict[str, str]:
+    """learner -> file stem, unique across the class even ignoring case (a case-insensitive disk, a learner named
+    after another's slug): in name order, a stem already taken gets -2, -3, ... The same class gets the same stems."""
+    taken: set[str] = set()
+    out: dict[str, str] = {}
+    for name in sorted(names, key=lambda n: (slug(n).lower(), n.encode("utf-8", "surrogatepass"))):
+        base = stem = slug(name)
+        n = 2
+        while stem.lower() in taken:
+            stem, n = f"{base}-{n}", n + 1
+        taken.add(stem.lower())
+        out[name] = stem
+    return out
+
+
+def shown(name: str) -> str:
+    """A learner's or file's name as reports show it: bytes that are not UTF-8 (a folder named on another system)
+    written as \\xNN, control characters escaped. The report's keys stay the names as found."""
+    return terminal(name)
+
+
+def index_html(report: dict, stems: dict[str, str], folder: str) -> str:
+    """The feedback folder's index page: every learner, their total and a link to their own page."""
+    from html import escape as e
+    from urllib.parse import quote
+
+    rows = "".join(f"<tr><td><a href='{quote(stems[name])}.html'>{e(shown(name))}</a></td>"
+                   f"<td>{rec.get('total', 0)}/{rec.get('max', 0)}</td><td>{e(rec.get('status', ''))}</td></tr>"
+                   for name, rec in sorted(report["learners"].items(), key=lambda kv: stems[kv[0]]) if name in stems)
+    return ("<!doctype html><meta charset='utf-8'><title>Feedback pages</title>"
+            f"<h1>Feedback pages ({e(folder)})</h1><table><tr><th>learner</th><th>points</th><th>status</th></tr>"
+            f"{rows}</table>")
 
 
 def check_target(path: Path) -> None:

@@ -8,6 +8,7 @@ A flagged exercise earns nothing until an instructor clears it (``--allow-review
 from __future__ import annotations
 
 import ast
+import time
 
 # Modules an answer has no business importing in this course: the interpreter's and IPython's internals, the
 # operating system, processes, files, the network, the grader.
@@ -47,25 +48,42 @@ ATTRS = {
 PATHS = ("/proc", "/sys", "/dev", "/etc", "/work", "/root", "/home", "/tmp", "solutions", ".ipynb", "..")
 
 
-def scan(source: str) -> list[str]:
-    """Reasons (with line numbers) this answer needs a human's review; empty when none."""
-    lines = "\n".join(l if not l.lstrip().startswith(("%", "!")) else "#" + l for l in source.splitlines())
+MAX_CHARS = 200_000
+"""An answer longer than this is not read statically (a course answer is a few dozen lines): it is held for review."""
+TIME_S = 10.0
+"""The static review's time budget per answer; past it the answer is held for review, never waited on."""
+
+
+def scan(source: str, time_s: float = TIME_S) -> list[str]:
+    """Reasons (with line numbers) this answer needs a human's review; empty when none.
+
+    Bounded in size (:data:`MAX_CHARS`) and time (:data:`TIME_S`): a notebook built to make the review slow
+    is held for review with that reason, and the grader goes on with the class.
+    """
+    if len(source) > MAX_CHARS:
+        return [f"the answer is {len(source):,} characters long, too long to review automatically "
+                f"(the limit is {MAX_CHARS:,}): read it"]
+    deadline = time.monotonic() + time_s
+    source_lines = source.splitlines()
+    lines = "\n".join(l if not l.lstrip().startswith(("%", "!")) else "#" + l for l in source_lines)
     flags: list[str] = []
-    for line in source.splitlines():
+    for number, line in enumerate(source_lines, 1):
         stripped = line.lstrip()
         if stripped.startswith(("%", "!")):
-            flags.append(f"line {source.splitlines().index(line) + 1}: a shell or magic command "
-                         f"({stripped[:40]!r})")
+            flags.append(f"line {number}: a shell or magic command ({stripped[:40]!r})")
     try:
         tree = ast.parse(lines)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return flags  # it will not run either; the verdict says so
+        return list(dict.fromkeys(flags))  # it will not run either; the verdict says so
     assigned = _local_names(tree)
 
     def add(node, what):
         flags.append(f"line {getattr(node, 'lineno', '?')}: {what}")
 
-    for node in ast.walk(tree):
+    for count, node in enumerate(ast.walk(tree)):
+        if count % 512 == 0 and time.monotonic() > deadline:
+            flags.append(f"the static review ran past {time_s:g} s on this answer (built to be slow to read?): read it")
+            break
         if isinstance(node, ast.Import):
             for a in node.names:
                 if _bad_module(a.name):
@@ -89,7 +107,7 @@ def scan(source: str) -> list[str]:
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 root = _root(node)
                 if root is None or root not in assigned:
-                    add(node, f"changes {ast.unparse(node)[:60]}, which the answer did not create "
+                    add(node, f"changes {_short(node)}, which the answer did not create "
                               "(patching the course's code or a module)")
         elif isinstance(node, (ast.Global, ast.Nonlocal)) and isinstance(node, ast.Global):
             for n in node.names:
@@ -125,8 +143,18 @@ def _bad_module(name: str) -> bool:
 
 
 def _codeish(node) -> bool:
-    text = ast.unparse(node)
-    return text.endswith(("__code__", "co", "code"))
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return name.endswith(("__code__", "co", "code"))
+
+
+def _short(node) -> str:
+    """A short name for an attribute target (ast.unparse of a long chain costs time per flag)."""
+    parts = []
+    while isinstance(node, ast.Attribute) and len(parts) < 6:
+        parts.append(node.attr)
+        node = node.value
+    head = node.id if isinstance(node, ast.Name) else "..."
+    return ".".join([head, *reversed(parts)])[:60]
 
 
 def _pathish(text: str) -> bool:
