@@ -412,3 +412,52 @@ def test_make_check_names_the_checks_of_every_exercise_notebook(tmp_path):
     assert "ex11_keep_compiled_outputs: " in out and "tokens_on_a_gpu not checked here" in out, out[-3000:]
     makefile = (be.ROOT / "Makefile").read_text(encoding="utf-8")
     assert "$(wildcard $(patsubst exercises/%,my-work/%,$(wildcard exercises/*.ipynb)))" in makefile
+
+
+def _top_level_bound(source: str) -> set[str]:
+    """Names a cell binds at the notebook's top level (assignments, defs, classes, imports)."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!"))))
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            out |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return out
+
+
+def _read_globals(source: str) -> set[str]:
+    """Names a cell reads that it does not bind itself (what it takes from the notebook's globals)."""
+    import ast
+
+    tree = ast.parse(source)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    own = _top_level_bound(source) | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    own |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return read - own
+
+
+def test_no_check_reads_a_global_that_a_later_exercise_rebinds():
+    """After Run All, a learner re-running an exercise's checks must see what its own cells defined: a check that
+    reads a name a later exercise's cells bind again (ex11's next_token, redefined by ex12) fails a right answer."""
+    bad = []
+    for book in be.solution_paths(be.SOLUTIONS_DIR):
+        nb = nbformat.read(book, as_version=4)
+        layout = be.layout_of(nb, book.name)
+        for k, ex in enumerate(layout.exercises):
+            later = set()
+            for other in layout.exercises[k + 1:]:  # the cells a learner reads and may change: context and answer
+                for i in [*other.context, other.answer]:
+                    later |= _top_level_bound(nb.cells[i].source)
+            for i in ex.checks:
+                clash = _read_globals(nb.cells[i].source) & later
+                if clash:
+                    bad.append(f"{book.name} {ex.id} check cell {i + 1} reads {sorted(clash)}, rebound by a later exercise")
+    assert bad == []

@@ -295,7 +295,7 @@ class Grader:
         if answer.stub:  # the untouched stub: nothing to run, nothing earned
             hint = re.search(r"NotImplementedError\((['\"])(.*?)\1\)", answer.source)
             mark = exercise_mark(ex, self.model[ex.id], None, available=self.available, review=[], allowed=False,
-                                 answer_notes=answer.notes, missing_status="error",
+                                 answer_notes=answer.notes, missing_status="not-answered",
                                  missing="not answered yet" + (f" (NotImplementedError: {hint[2]})" if hint else ""))
             mark["answer_cells"] = answer.cells
             return mark, None

@@ -282,7 +282,7 @@ def junit(report: dict) -> str:
     for name, rec in report["learners"].items():
         cases = [(ex, cid, c) for ex, m in rec.get("exercises", {}).items() for cid, c in m.get("checks", {}).items()]
         suite = ET.SubElement(suites, "testsuite", name=xml_text(name), tests=str(len(cases)),
-                              failures=str(sum(c["status"] in ("failed", "review", "missing", "not-handed-in")
+                              failures=str(sum(c["status"] in ("failed", "review", "missing", "not-handed-in", "not-answered")
                                                for _, _, c in cases)),
                               errors=str(sum(c["status"] in ("error", "timeout") for _, _, c in cases)),
                               skipped=str(sum(c["status"] == "not-graded" for _, _, c in cases)))
@@ -307,7 +307,7 @@ def junit(report: dict) -> str:
 
 
 _STATUS_COLOUR = {"passed": "#1a7f37", "partial": "#9a6700", "failed": "#cf222e", "error": "#cf222e",
-                  "timeout": "#cf222e", "missing": "#57606a", "review": "#8250df", "not-graded": "#57606a",
+                  "timeout": "#cf222e", "missing": "#57606a", "not-answered": "#57606a", "review": "#8250df", "not-graded": "#57606a",
                   "not-handed-in": "#57606a"}
 
 

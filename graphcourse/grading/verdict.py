@@ -9,7 +9,8 @@ from ..core.exercise_format import NEEDS
 from .assignment import Check, Exercise
 from .runner import ExerciseRun
 
-STATUSES = ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded", "not-handed-in")
+STATUSES = ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded", "not-handed-in",
+            "not-answered")
 
 
 def _num(x) -> bool:
