@@ -20,7 +20,7 @@ LAB_ARGS ?=
 BOOT   = $(PYTHON) bootstrap.py --venv $(VENV) $(if $(TORCH),--torch "$(TORCH)") \
          $(if $(WHEELHOUSE),--wheelhouse "$(WHEELHOUSE)")
 
-.PHONY: setup lab test test-tools grade unit notebooks browser exercises my-exercises wheelhouse slides instructor \
+.PHONY: setup lab test test-fast test-tools grade unit notebooks browser exercises my-exercises wheelhouse slides instructor \
         instructor-timings nav bench clean-venv
 
 setup: $(STAMP)
@@ -35,6 +35,12 @@ lab: $(LAB_STAMP)
 	@$(BOOT) $(if $(PORT),--port $(PORT)) --no-setup lab -- $(LAB_ARGS)
 
 test: setup test-tools unit notebooks
+
+# The fast tier, for your own loop: every unit and property test, without the grader's class runs, pytest over
+# notebooks, JupyterLab, browsers or the class server (tests/conftest.py marks those slow by the fixtures they use).
+test-fast: setup
+	$(PY) -m graphcourse.authoring.build_exercises --check
+	$(PY) -m pytest -q -m "not slow and not browser" tests
 
 # What the class-server test needs beyond Python: JupyterHub's proxy, from npm. Without npm the
 # test says it is skipped and why.

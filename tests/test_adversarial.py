@@ -194,14 +194,12 @@ def _graded_max(mark: dict) -> int:
     return mark["max"] - mark.get("open", 0)
 
 
-@pytest.mark.slow
 def test_odd_names_are_reported_escaped(graded_class):
     report = _report(graded_class)
     for learner in _learners(graded_class, "odd"):
         assert learner.name in report["learners"], repr(learner.name)
 
 
-@pytest.mark.slow
 def test_every_honest_classmate_gets_full_marks(graded_class):
     for learner in _learners(graded_class, "honest"):
         rec = _marks(graded_class, learner.name)
@@ -209,7 +207,6 @@ def test_every_honest_classmate_gets_full_marks(graded_class):
             assert mark["points"] == _graded_max(mark) > 0, (learner.name, ex_id, mark)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(p.stem for p in classroom.LEARNERS.glob("*.py")))
 def test_no_hostile_learner_earns_points_its_honest_part_does_not_earn(graded_class, name):
     learner = graded_class["learners"][name]
@@ -220,7 +217,6 @@ def test_no_hostile_learner_earns_points_its_honest_part_does_not_earn(graded_cl
     assert rec["total"] <= sum(_graded_max(m) for e, m in rec["exercises"].items() if e in learner.honest)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(p.stem for p in classroom.LEARNERS.glob("*.py")
                                         if "# later: full" in p.read_text(encoding="utf-8")))
 def test_a_death_armed_in_one_answer_costs_no_later_exercise(graded_class, name):
@@ -231,7 +227,6 @@ def test_a_death_armed_in_one_answer_costs_no_later_exercise(graded_class, name)
         assert mark["points"] == _graded_max(mark), (f"{name}: {ex_id} paid for {learner.attack}", mark)
 
 
-@pytest.mark.slow
 def test_answers_that_touch_the_grading_machinery_are_flagged_for_review(graded_class):
     unflagged = []
     for name in sorted(FLAGGED & set(graded_class["learners"])):
@@ -243,7 +238,6 @@ def test_answers_that_touch_the_grading_machinery_are_flagged_for_review(graded_
     assert not unflagged, f"not listed as needs review: {unflagged}"
 
 
-@pytest.mark.slow
 def test_notebooks_that_are_not_notebooks_are_reported_with_a_reason(graded_class):
     report = _report(graded_class)
     skipped = {Path(s["path"]).parent.name: s["reason"] for s in report.get("skipped", [])}
@@ -260,7 +254,6 @@ def test_notebooks_that_are_not_notebooks_are_reported_with_a_reason(graded_clas
             assert learner.name in skipped and skipped[learner.name], (learner.name, "neither graded nor skipped")
 
 
-@pytest.mark.slow
 def test_no_learner_file_changes_and_nothing_appears_in_the_class_folder(graded_class):
     before, after = graded_class["before"], graded_class["after"]
     changed = sorted(p for p in before if after.get(p) != before[p])
@@ -268,7 +261,6 @@ def test_no_learner_file_changes_and_nothing_appears_in_the_class_folder(graded_
     assert not changed and not appeared, {"changed": changed, "appeared": appeared}
 
 
-@pytest.mark.slow
 def test_no_process_outlives_the_grader_and_no_temporary_file_is_left(graded_class):
     assert graded_class["survivors"] == [], graded_class["survivors"]
     assert graded_class["tmp_left"] == [], graded_class["tmp_left"][:20]
@@ -295,7 +287,6 @@ def _check_reports(graded, names: list[str]) -> None:
         assert "\x1b" not in (out / "grades.xml").read_text(encoding="utf-8")
 
 
-@pytest.mark.slow
 def test_the_report_is_complete_valid_and_escapes_every_name(graded_class):
     report = _report(graded_class)
     assert report["run"]["status"] == "complete"
@@ -305,9 +296,8 @@ def test_the_report_is_complete_valid_and_escapes_every_name(graded_class):
     _check_reports(graded_class, list(graded_class["learners"]))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-def test_a_grader_stopped_mid_run_leaves_a_valid_report_and_nothing_running(tmp_path, stop):
+def test_a_grader_stopped_mid_run_leaves_a_valid_report_and_nothing_running(course_process, tmp_path, stop):
     run_id = f"gcadv{secrets.token_hex(6)}"
     root = tmp_path / "class"
     learners = classroom.build(root, run_id, only=["honest", "detached_children", "fork_bomb", "invalid_tags_int",
@@ -351,7 +341,6 @@ def graded_cleared(tmp_path_factory):
     return result
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", CLEARED)
 def test_a_cleared_attack_on_the_verdict_still_earns_nothing(graded_cleared, name):
     learner = graded_cleared["learners"][name]
@@ -362,7 +351,6 @@ def test_a_cleared_attack_on_the_verdict_still_earns_nothing(graded_cleared, nam
                                          mark)
 
 
-@pytest.mark.slow
 def test_cleared_attacks_leave_nothing_running(graded_cleared):
     assert graded_cleared["survivors"] == [] and graded_cleared["tmp_left"] == []
 
@@ -370,7 +358,6 @@ def test_cleared_attacks_leave_nothing_running(graded_cleared):
 SECOND_NOTEBOOK = ["second_notebook_stealthy", "second_notebook_rewrites_first"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", SECOND_NOTEBOOK)
 def test_a_hostile_second_notebook_earns_nothing_there_and_costs_the_first_nothing(graded_class, name):
     learner = graded_class["learners"][name]
@@ -383,7 +370,6 @@ def test_a_hostile_second_notebook_earns_nothing_there_and_costs_the_first_nothi
             assert mark["points"] == 0, (name, ex_id, mark)
 
 
-@pytest.mark.slow
 def test_a_learner_who_hands_in_one_notebook_is_not_missing_from_the_others(graded_class):
     report = _report(graded_class)
     first, *others = [b.name for b in classroom.BOOKS]

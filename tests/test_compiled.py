@@ -38,7 +38,6 @@ def test_an_unknown_compile_mode_is_refused() -> None:
                            as_device_position(0, "cpu"), mode="fast")
 
 
-@pytest.mark.slow
 def test_the_compiled_step_gives_the_eager_steps_tokens_on_a_cpu() -> None:
     model = TinyGPT(SMALL, seed=3)
     runs = []

@@ -243,7 +243,7 @@ def test_the_recorded_self_check_data_is_current(tmp_path):
         "exercises/selfcheck.json is stale: run `python -m graphcourse.authoring.selfcheck --record`")
 
 
-def test_make_check_names_every_check_by_exercise(tmp_path):
+def test_make_check_names_every_check_by_exercise(course_process, tmp_path):
     """`make check NB=...`: nbval runs the notebook, the plugin names items exercise/check and sums them up."""
     learner = nbformat.read(LEARNER, as_version=4)
     answers = _answers()
@@ -374,8 +374,7 @@ def test_the_grading_section_and_readme_give_the_same_grading_command():
     assert "python -m graphcourse.grading" in section
 
 
-@pytest.mark.slow
-def test_the_grading_command_works_from_inside_the_exercises_folder(tmp_path):
+def test_the_grading_command_works_from_inside_the_exercises_folder(course_process, tmp_path):
     probe = subprocess.run([sys.executable, "-c", "import graphcourse.grading"], cwd=tmp_path, capture_output=True)
     if probe.returncode:
         pytest.skip("the course is not installed in this environment (the notebook says the command needs that)")
@@ -391,7 +390,7 @@ def test_the_grading_command_works_from_inside_the_exercises_folder(tmp_path):
     assert rec["total"] == 0 and len(rec["exercises"]) >= 10
 
 
-def test_make_check_names_the_checks_of_every_exercise_notebook(tmp_path):
+def test_make_check_names_the_checks_of_every_exercise_notebook(course_process, tmp_path):
     """`make check` runs every my-work copy; each notebook's checks are named by exercise and check."""
     name = "07_compile_and_control_flow.ipynb"
     learner = nbformat.read(be.EXERCISES_DIR / name, as_version=4)

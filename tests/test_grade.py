@@ -360,7 +360,7 @@ def test_the_grader_says_why_it_cannot_run(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_a_signalled_grader_leaves_a_valid_report_and_nothing_running(tmp_path, sig):
+def test_a_signalled_grader_leaves_a_valid_report_and_nothing_running(course_process, tmp_path, sig):
     """Stopped (SIGTERM) or killed (SIGKILL) mid-run: the report is valid JSON with the learners so far; nothing is left."""
     _confined_or_skip()
     solutions = tmp_path / "solutions"
@@ -403,7 +403,7 @@ def _fake_runs():
     return load_assignment, CellRun, CheckRun, ExerciseRun
 
 
-def test_review_earns_nothing_until_an_instructor_clears_it(tmp_path):
+def test_review_earns_nothing_until_an_instructor_clears_it(course_process, tmp_path):
     from graphcourse.grading.verdict import exercise_mark
 
     load_assignment, CellRun, CheckRun, ExerciseRun = _fake_runs()
@@ -421,7 +421,7 @@ def test_review_earns_nothing_until_an_instructor_clears_it(tmp_path):
     assert partial["status"] == "partial" and partial["points"] == 1
 
 
-def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(tmp_path):
+def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(course_process, tmp_path):
     _confined_or_skip()
     solutions = tmp_path / "solutions"
     _write(solutions / NAME, solutions_notebook())
@@ -436,7 +436,7 @@ def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(tmp_path
     assert "cell 1: its source is int, not text" in json.dumps(rec)
 
 
-def test_without_confinement_the_grader_says_so_loudly(tmp_path):
+def test_without_confinement_the_grader_says_so_loudly(course_process, tmp_path):
     solutions = tmp_path / "solutions"
     _write(solutions / NAME, solutions_notebook())
     _write(tmp_path / "class" / "ann" / NAME, learner_copy())

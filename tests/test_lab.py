@@ -55,7 +55,7 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def test_make_lab_serves_the_release_and_opens_lesson_00(tmp_path):
+def test_make_lab_serves_the_release_and_opens_lesson_00(course_process, tmp_path):
     port, token = free_port(), secrets.token_hex(16)
     proc = subprocess.Popen(
         ["make", "-s", "-o", ".venv/.course-installed-lab", "lab", f"PORT={port}",
@@ -97,7 +97,7 @@ def test_make_lab_serves_the_release_and_opens_lesson_00(tmp_path):
         _stop(proc)
 
 
-def test_make_lab_says_so_when_the_port_is_taken():
+def test_make_lab_says_so_when_the_port_is_taken(course_process):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()

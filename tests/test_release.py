@@ -19,30 +19,30 @@ PRIVATE = ("solutions", "tests", "classroom", "docs/instructor", ".git", ".ci")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
+def release_built(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("release") / "course"
     release.build(out, log=lambda m: None)
     return out
 
 
-def test_the_release_holds_the_learner_course(built: Path) -> None:
+def test_the_release_holds_the_learner_course(release_built: Path) -> None:
     lessons = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    assert lessons and sorted(p.name for p in (built / "notebooks").glob("*.ipynb")) == lessons
+    assert lessons and sorted(p.name for p in (release_built / "notebooks").glob("*.ipynb")) == lessons
     books = sorted(p.name for p in (ROOT / "exercises").glob("*"))
-    assert sorted(p.name for p in (built / "exercises").glob("*")) == books
+    assert sorted(p.name for p in (release_built / "exercises").glob("*")) == books
     for needed in ("Makefile", "bootstrap.py", "pyproject.toml", "README.md", "toygraph/capture.py",
                    "graphcourse/core/paths.py", "graphcourse/grading/observe.py", "data/gpu_reference.json"):
-        assert (built / needed).is_file(), needed
-    manifest = json.loads((built / release.MANIFEST).read_text())
+        assert (release_built / needed).is_file(), needed
+    manifest = json.loads((release_built / release.MANIFEST).read_text())
     assert set(manifest["files"]) == set(release.course_files(ROOT))
 
 
-def test_no_path_to_an_answer_is_in_the_release(built: Path) -> None:
+def test_no_path_to_an_answer_is_in_the_release(release_built: Path) -> None:
     for rel in PRIVATE:
-        assert not (built / rel).exists(), rel
-    names = {p.name for p in built.rglob("*")}
+        assert not (release_built / rel).exists(), rel
+    names = {p.name for p in release_built.rglob("*")}
     assert "wrong_answers" not in names and "instructor" not in names
-    assert release.leaks(built, release.secrets(ROOT / "solutions")) == []
+    assert release.leaks(release_built, release.secrets(ROOT / "solutions")) == []
 
 
 def test_the_leak_search_finds_answers_where_they_are() -> None:
@@ -65,7 +65,7 @@ def test_a_leaked_answer_stops_the_build(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / release.MANIFEST).exists(), "nothing is published from a leaking build"
 
 
-def test_from_a_learners_kernel_nothing_private_is_readable(built: Path) -> None:
+def test_from_a_learners_kernel_nothing_private_is_readable(release_built: Path) -> None:
     """A kernel started as `make lab` starts it in the release imports the release's packages and finds no answers."""
     probe = (
         "import json, os, graphcourse, toygraph\n"
@@ -74,12 +74,12 @@ def test_from_a_learners_kernel_nothing_private_is_readable(built: Path) -> None
         "               for n in ds + fs if n in ('solutions', 'tests', 'wrong_answers', 'instructor', 'classroom'))\n"
         "print(json.dumps({'root': str(paths.ROOT), 'pkg': graphcourse.__file__, 'toy': toygraph.__file__,\n"
         "                  'solutions': paths.SOLUTIONS_DIR.exists(), 'found': found}))\n")
-    env = dict(os.environ, PYTHONPATH=str(built))
-    done = subprocess.run([sys.executable, "-c", probe], cwd=built / "notebooks", env=env, capture_output=True,
+    env = dict(os.environ, PYTHONPATH=str(release_built))
+    done = subprocess.run([sys.executable, "-c", probe], cwd=release_built / "notebooks", env=env, capture_output=True,
                           text=True, timeout=120)
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert Path(seen["root"]) == built.resolve()
-    assert Path(seen["pkg"]).is_relative_to(built.resolve()) and Path(seen["toy"]).is_relative_to(built.resolve())
+    assert Path(seen["root"]) == release_built.resolve()
+    assert Path(seen["pkg"]).is_relative_to(release_built.resolve()) and Path(seen["toy"]).is_relative_to(release_built.resolve())
     assert seen["solutions"] is False and seen["found"] == []
 
 
@@ -142,7 +142,7 @@ def test_the_release_refuses_a_folder_that_is_not_one(tmp_path: Path) -> None:
         release.build(ROOT, log=lambda m: None)
 
 
-def test_make_release_is_one_command(tmp_path: Path) -> None:
+def test_make_release_is_one_command(course_process, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "graphcourse.authoring.release", "--out", str(tmp_path / "r")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

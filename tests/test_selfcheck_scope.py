@@ -127,7 +127,7 @@ def test_a_single_copy_gets_its_own_total_line():
     assert reports.handed_in_line("me", {**rec, "notebooks": {"09_production_exercises.ipynb": {"points": 1}}}) is None
 
 
-def test_make_check_skips_a_check_this_machine_cannot_run(tmp_path):
+def test_make_check_skips_a_check_this_machine_cannot_run(course_process, tmp_path):
     """`make check` on the 09 copy: ex15's cuda_run is SKIPPED (needs two GPUs), never PASSED."""
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available() and torch.cuda.device_count() >= 2:

@@ -58,8 +58,7 @@ def test_marking_lessons_is_idempotent_and_check_reports_stale(tmp_path):
     assert slides.update(copies, check=True) == [copies[0].name]
 
 
-@pytest.mark.slow
-def test_slides_build_for_every_lesson(tmp_path):
+def test_slides_build_for_every_lesson(course_process, tmp_path):
     """nbconvert's reveal.js export of every lesson: one <section> per slide and sub-slide, skipped cells gone."""
     paths = lessons()
     written = slides.build(paths, tmp_path / "slides")

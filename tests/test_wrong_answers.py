@@ -125,7 +125,6 @@ def _ex(data, learner, ex_id):
     return data["learners"][learner]["exercises"][ex_id]
 
 
-@pytest.mark.slow
 def test_the_model_answers_earn_every_point_graded_here(graded):
     rec = graded["learners"]["model-answers"]
     assert set(rec["exercises"]) == set(check_names()), "every exercise of every notebook is graded"
@@ -138,7 +137,6 @@ def test_the_model_answers_earn_every_point_graded_here(graded):
                 assert any(why in c["message"] for why in NEEDS.values()), c  # what the check needs, named
 
 
-@pytest.mark.slow
 def test_an_untouched_copy_earns_nothing_on_a_cpu_grader(graded):
     rec = graded["learners"]["untouched-copy"]
     assert rec["total"] == 0, {ex: m["points"] for ex, m in rec["exercises"].items() if m["points"]}
@@ -146,7 +144,6 @@ def test_an_untouched_copy_earns_nothing_on_a_cpu_grader(graded):
         assert mark["points"] == 0 and mark["status"] != "passed", (ex_id, mark)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", wrong_answers(), ids=learner_name)
 def test_a_wrong_answer_earns_nothing_for_the_checks_it_targets(graded, path):
     ex_id = path.parent.name
@@ -160,7 +157,6 @@ def test_a_wrong_answer_earns_nothing_for_the_checks_it_targets(graded, path):
     assert sum(others) == 0, "a deleted answer earned points"
 
 
-@pytest.mark.slow
 def test_failed_checks_teach_without_giving_the_value(graded):
     """A failed check's message carries the check's hint, not the model's observation."""
     path = WRONG / "ex05_diagnose_profiles" / "graph_fixes_oom.py"
