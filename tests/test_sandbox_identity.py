@@ -33,11 +33,11 @@ def _confined():
     return conf
 
 
-def _run(tmp_path: Path, gpu: bool, code: str = PROBE) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, gpu: bool, code: str = PROBE, tmp_mb: int = 1024) -> subprocess.CompletedProcess:
     conf = _confined()
     pool = UidPool(1, folder=tmp_path / "uids")
     os.chmod(tmp_path, 0o755)
-    box = Sandbox(conf, 0, tmp_path / "slot-0", ROOT, Limits(memory_mb=2048, gpu_memory_mb=65536), gpu=gpu,
+    box = Sandbox(conf, 0, tmp_path / "slot-0", ROOT, Limits(memory_mb=2048, gpu_memory_mb=65536, tmp_mb=tmp_mb), gpu=gpu,
                   uid=pool.uids[0])
     try:
         box.prepare()
@@ -66,3 +66,10 @@ def test_a_gpu_kernel_gets_an_address_space_cuda_can_start_in_but_still_a_cap(tm
     assert json.loads(done.stdout.strip().splitlines()[-1])["as"] == 65536 * 1024 * 1024
     hog = _run(tmp_path, gpu=True, code="b = bytearray(100 * 1024**3)")
     assert hog.returncode != 0 and "MemoryError" in hog.stderr, "asking for 100 GB is still refused"
+
+
+def test_the_sandbox_tmp_has_a_size(tmp_path: Path) -> None:
+    code = ("import errno\ntry:\n    open('/tmp/fill', 'wb').write(b'x' * (12 * 1024**2))\n    print('WROTE')\n"
+            "except OSError as exc:\n    print('FULL' if exc.errno == errno.ENOSPC else repr(exc))\n")
+    done = _run(tmp_path, gpu=False, code=code, tmp_mb=8)
+    assert done.stdout.strip() == "FULL", (done.stdout, done.stderr[-1000:])

@@ -18,6 +18,7 @@ How a kernel is started (``Sandbox.kernel_argv``), when bubblewrap (``bwrap``) i
 * its own pid namespace: it sees and signals only its own processes; when the namespace's first process ends
   (the grader kills it, or the grader dies: ``--die-with-parent``), the kernel ends every process in it, double
   forks and ``setsid`` included;
+* its /tmp is a tmpfs of at most ``Limits.tmp_mb`` (1 GiB): a learner who fills it fails to write, nothing else;
 * rlimits: address space (64 GiB instead of 4 for a kernel that may use the GPU: CUDA does not initialise under a
   few GB, see ``GPU_ADDRESS_SPACE_NOTE``), processes, file size, open files, CPU seconds, no core files;
 * its own /etc/passwd and /etc/group, naming the grading uid ``learner`` (libraries that ask for a user name work).
@@ -51,6 +52,7 @@ class Limits:
     gpu_memory_mb: int = 65536  # the same for a kernel that may touch CUDA (see GPU_ADDRESS_SPACE_NOTE)
     processes: int = 256  # per uid: threads count too
     file_mb: int = 64
+    tmp_mb: int = 1024  # the sandbox's /tmp, a tmpfs in memory: without a size it could fill the host's memory
     open_files: int = 512
     cpu_s: int = 900  # CPU seconds per process: a backstop behind the wall-clock limits
 
@@ -198,7 +200,7 @@ class Sandbox:
                 "--",
                 self.confinement.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grading",
-                "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+                "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
                 "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
                 "--symlink", "usr/sbin", "/sbin"]  # Triton runs /sbin/ldconfig -p to find libcuda (torch.compile on a GPU)
         if os.path.isdir("/usr/lib64"):
