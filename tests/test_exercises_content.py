@@ -192,6 +192,13 @@ def _wrong() -> list[Path]:
     return sorted(WRONG.glob("ex*/*.py"))
 
 
+@pytest.mark.parametrize("path", sorted((WRONG.parent / "right_answers").glob("ex*/*.py")),
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_right_answer_written_another_way_passes_every_visible_check(path):
+    results = _observe_checks({path.parent.name: path.read_text(encoding="utf-8")}, path.parent.name)
+    assert results and all(status in ("passed", "not checked") for status, _ in results.values()), results
+
+
 @pytest.mark.parametrize("path", _wrong(), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_each_wrong_answer_fails_the_visible_checks_it_targets(path):
     """(Hidden checks are graded only by the grader: tests/test_wrong_answers.py.)"""

@@ -28,6 +28,7 @@ sys.path.insert(0, str(HERE / "adversarial"))
 import classroom  # noqa: E402  (tests/adversarial/classroom.py: learner copies of the exercises notebook)
 
 WRONG = HERE / "wrong_answers"
+RIGHT = HERE / "right_answers"
 
 
 def header(path: Path) -> dict[str, str]:
@@ -38,8 +39,12 @@ def wrong_answers() -> list[Path]:
     return sorted(WRONG.glob("ex*/*.py"))
 
 
+def right_answers() -> list[Path]:
+    return sorted(RIGHT.glob("ex*/*.py"))
+
+
 def learner_name(path: Path) -> str:
-    return f"{path.parent.name}--{path.stem}"
+    return f"{path.parent.name}--{path.stem}" + ("--right" if path.is_relative_to(RIGHT) else "")
 
 
 def check_names() -> dict[str, set[str]]:
@@ -98,7 +103,7 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("wrong-class")
     model = classroom.model_answers()
     learners = {"model-answers": classroom.learner_books(model), "untouched-copy": classroom.learner_books({})}
-    for path in wrong_answers():
+    for path in wrong_answers() + right_answers():
         # the other answer cells deleted: those exercises are "missing" (no kernel), so the class grades quickly;
         # only the notebook holding the exercise is handed in (the others: "not handed in", no kernel either)
         learners[learner_name(path)] = classroom.learner_books({path.parent.name: path.read_text(encoding="utf-8")},
@@ -135,6 +140,13 @@ def test_the_model_answers_earn_every_point_graded_here(graded):
             assert c["status"] in ("passed", "not-graded"), (check_id, c)
             if c["status"] == "not-graded":
                 assert any(why in c["message"] for why in NEEDS.values()), c  # what the check needs, named
+
+
+@pytest.mark.parametrize("path", right_answers(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_right_answer_written_another_way_earns_every_point_graded_here(graded, path):
+    mark = _ex(graded, learner_name(path), path.parent.name)
+    assert mark["points"] + mark.get("open", 0) == mark["max"], mark
+    assert {c["status"] for c in mark["checks"].values()} <= {"passed", "not-graded"}, mark["checks"]
 
 
 def test_an_untouched_copy_earns_nothing_on_a_cpu_grader(graded):

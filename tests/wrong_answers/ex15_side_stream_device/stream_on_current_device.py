@@ -1,6 +1,6 @@
 # misconception: torch.cuda.Stream() makes a stream on the device the work will run on
 # source: pytorch/pytorch#87794; torch/cuda/streams.py (without device=, a stream is made on the current device)
-# targets: captures_on_device warmup_on_capture_stream
+# targets: captures_on_device warmup_on_side_stream
 def capture_on(device, step, example, warmup=2):
     import torch
 
