@@ -25,10 +25,10 @@ BOOT   = $(PYTHON) bootstrap.py --venv $(VENV) $(if $(TORCH),--torch "$(TORCH)")
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(wildcard requirements.lock)
 	@$(BOOT) setup
 
-$(LAB_STAMP): pyproject.toml
+$(LAB_STAMP): pyproject.toml $(wildcard requirements.lock)
 	@$(BOOT) setup-lab
 
 lab: $(LAB_STAMP)
@@ -102,6 +102,11 @@ bench: setup
 
 clean-venv:
 	rm -rf $(VENV)
+
+# requirements.lock, the exact versions make lab and make test install (pip constraints), from this environment.
+.PHONY: lock
+lock: setup
+	@$(BOOT) lock
 
 # The toy's default prices come from the recorded benchmark: regenerate them after `make bench`.
 .PHONY: toy-prices

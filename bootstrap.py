@@ -133,8 +133,44 @@ def torch_choice(torch_spec=None, gpu=None, system=None, cpu_index_reachable=Non
     return [DEFAULT_TORCH], "%s (PyPI's build for %s)" % (DEFAULT_TORCH, system)
 
 
-def pip(python, args, quiet=True):
+LOCK = os.path.join(ROOT, "requirements.lock")
+"""Exact versions of every package `make test` installs but torch (`python3 bootstrap.py lock` writes it from a
+set-up environment): `make lab` and `make test` install with it as pip constraints, so stored outputs and strict
+nbval see the versions they were made with. torch itself is DEFAULT_TORCH, its build chosen per machine."""
+
+
+def lock_args():
+    return ["-c", LOCK] if os.path.exists(LOCK) else []
+
+
+def write_lock(python):
+    """requirements.lock from the environment's installed packages (not the course itself; torch without +cpu)."""
+    out = subprocess.run([python, "-m", "pip", "freeze", "--exclude-editable"], capture_output=True, text=True,
+                         cwd=ROOT)
+    if out.returncode != 0:
+        fail("pip freeze failed: " + out.stderr.strip()[-500:])
+    machine_specific = ("torch==", "triton==", "nvidia-", "cuda-")  # torch is chosen per machine (DEFAULT_TORCH)
+    pins = sorted({line.split("+")[0].strip() for line in out.stdout.splitlines()
+                   if "==" in line and not line.startswith(("-e", "#")) and not line.lower().startswith(machine_specific)},
+                  key=str.lower)
+    with open(LOCK, "w") as f:
+        f.write("# The exact versions `make lab` and `make test` install (pip constraints), torch apart (its build is\n"
+                "# chosen per machine). Written by `python3 bootstrap.py lock` (make lock) from a `make test`\n"
+                "# environment (Linux, Python %d.%d); regenerate it after changing pyproject.toml's dependencies.\n"
+                "# environment.yml is checked against it by tests/test_lock.py.\n" % sys.version_info[:2])
+        f.write("\n".join(pins) + "\n")
+    say("wrote %s: %d packages" % (os.path.relpath(LOCK, ROOT), len(pins)))
+
+
+def pip(python, args, quiet=True, locked=True):
+    """pip install args, with the lock's versions as constraints; if they cannot be installed here (another
+    platform or Python without those wheels), say so and install what pyproject.toml allows instead."""
     cmd = [python, "-m", "pip", "install"] + (["-q"] if quiet else []) + list(args)
+    if locked and lock_args():
+        if subprocess.call(cmd + lock_args(), cwd=ROOT) == 0:
+            return
+        say("The locked versions (requirements.lock) do not install here; installing the newest versions "
+            "pyproject.toml allows instead. Lessons still run; a stored output may differ slightly.")
     code = subprocess.call(cmd, cwd=ROOT)
     if code != 0:
         fail("pip failed (exit %d) running: %s\n  Read pip's message above; with no network, build a "
@@ -143,7 +179,8 @@ def pip(python, args, quiet=True):
 
 def _fresh(venv, name):
     stamp = os.path.join(venv, name)
-    return os.path.exists(stamp) and os.path.getmtime(stamp) >= os.path.getmtime(os.path.join(ROOT, "pyproject.toml"))
+    sources = [os.path.join(ROOT, n) for n in ("pyproject.toml", "requirements.lock") if os.path.exists(os.path.join(ROOT, n))]
+    return os.path.exists(stamp) and all(os.path.getmtime(stamp) >= os.path.getmtime(s) for s in sources)
 
 
 # The extras `make test` installs: the test tools, and what the class-server, site and browser-build tests need.
@@ -228,7 +265,7 @@ def wheelhouse(folder, torch_spec=None, platforms=()):
     code = subprocess.call(base + torch_args, cwd=ROOT)
     if code == 0:
         say("Downloading the course's other packages into %s" % folder)
-        code = subprocess.call(base + requirements(), cwd=ROOT)
+        code = subprocess.call(base + requirements() + lock_args(), cwd=ROOT)
     if code != 0:
         fail("pip download failed (exit %d); see its message above." % code)
     wheels = [n for n in os.listdir(folder) if n.endswith(".whl")]
@@ -342,7 +379,8 @@ def test(venv, torch_spec=None, wheels=None):
 def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(prog="python3 bootstrap.py", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["setup", "setup-lab", "lab", "test", "wheelhouse", "my-exercises", "which-torch"])
+    parser.add_argument("command", choices=["setup", "setup-lab", "lab", "test", "wheelhouse", "my-exercises", "which-torch",
+                                            "lock"])
     parser.add_argument("--venv", default=os.environ.get("VENV", os.path.join(ROOT, ".venv")))
     parser.add_argument("--port", type=int, default=int(os.environ["PORT"]) if os.environ.get("PORT") else None)
     parser.add_argument("--torch", default=os.environ.get("TORCH") or None,
@@ -363,6 +401,10 @@ def main(argv=None):
     wheels = wheelhouse_dir(args.wheelhouse)
     if args.command in ("setup", "setup-lab"):
         setup(args.venv, args.torch, wheels, dev=args.command == "setup")
+        return 0
+    if args.command == "lock":
+        python = setup(args.venv, args.torch, wheels)
+        write_lock(python)
         return 0
     if args.command == "my-exercises":
         python = setup(args.venv, args.torch, wheels, dev=False)

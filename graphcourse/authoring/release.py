@@ -42,7 +42,7 @@ from ..errors import GraphCourseError
 
 MANIFEST = "release.json"
 DEFAULT_OUT = ROOT / "build" / "release"
-FILES = ["README.md", "Makefile", "bootstrap.py", "pyproject.toml", "environment.yml", "nbval-sanitize.cfg", ".gitignore"]
+FILES = ["README.md", "Makefile", "bootstrap.py", "pyproject.toml", "environment.yml", "nbval-sanitize.cfg", ".gitignore", "requirements.lock"]
 FOLDERS = ["notebooks", "exercises", "toygraph", "graphcourse", "data", "docs"]
 NEVER = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", "instructor"}
 """Names skipped wherever they appear: caches, and docs/instructor/ (the kit holds the answers)."""
