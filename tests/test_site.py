@@ -1,5 +1,6 @@
-"""The static site (`make site`): every lesson with its stored outputs and recorded-on line, exercises without
-answers, links that resolve, figures with text alternatives; lesson 05 opened in headless Chromium."""
+"""The static site (`make site`), built from the learner release: every lesson with its stored outputs and
+recorded-on line, exercises without answers, nothing from the instructor kit, links that resolve, figures with
+text alternatives; lesson 05 opened in headless Chromium."""
 
 from __future__ import annotations
 
@@ -23,12 +24,16 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 LESSONS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+KIT = REPO / "docs" / "instructor"
+KIT_LINE = ("the answers to *Things to try* are computed with the functions the sliders call, so they hold for "
+            "the toy's model as it is")
+"""A line of docs/instructor/lessons.md that no lesson, exercise or learner's doc holds."""
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
-    report = site.build(out=root / "html", src=root / "src")
+    report = site.build(out=root / "html", src=root / "src", release_dir=root / "release")
     return root / "html", report
 
 
@@ -44,12 +49,37 @@ def test_every_lesson_exercise_and_doc_is_a_page(built):
         assert (out / "exercises" / f"{exercise.stem}.html").is_file(), exercise.name
     for doc in (REPO / "docs").rglob("*.md"):
         rel = doc.relative_to(REPO)
-        if rel.parts[:2] != ("docs", "site"):
+        if rel.parts[:2] not in (("docs", "site"), ("docs", "instructor")):
             assert (out / rel.with_suffix(".html")).is_file(), rel
     index = (out / "index.html").read_text()
     for lesson in LESSONS:
         assert f'href="notebooks/{lesson.stem}.html"' in index
     assert report.pages >= len(LESSONS) + 2 and report.links_checked > 100
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").replace("\u2018", "'").split())
+
+
+def test_nothing_from_the_instructor_kit_is_published(built):
+    out, _ = built
+    assert KIT_LINE in (KIT / "lessons.md").read_text(), "KIT_LINE left docs/instructor/lessons.md: pick another"
+    learner = " ".join(_plain(p.read_text()) for p in [REPO / "README.md", *(REPO / "docs").glob("*.md"),
+                                                        *(REPO / "notebooks").glob("*.ipynb"),
+                                                        *(REPO / "exercises").glob("*.ipynb")])
+    needle = _plain(KIT_LINE.replace("*", ""))
+    assert needle not in _plain(learner.replace("*", "")), "KIT_LINE is not distinctive: a learner's file holds it"
+    kit_names = {p.name for p in KIT.rglob("*") if p.is_file()} - {"README.md"}
+    kit_names |= {Path(n).with_suffix(".html").name for n in kit_names}
+    for folder in (out, out.parent / "src", out.parent / "release"):
+        published = [p.relative_to(folder) for p in folder.rglob("*")]
+        assert not [p for p in published if "instructor" in p.parts or p.name in kit_names], folder
+    for page in out.rglob("*.html"):
+        body = page.read_text()
+        assert needle not in _plain(_text(page)), f"{page.relative_to(out)} shows docs/instructor/lessons.md"
+        refs = re.findall(r'(?:href|src)="([^"]*)"', body)
+        assert not [r for r in refs if "instructor/" in r], f"{page.relative_to(out)} links into the kit"
+        assert 'caption-text">For instructors<' not in body, page
 
 
 def test_each_lesson_carries_its_recorded_on_line(built):
@@ -184,7 +214,7 @@ def test_web_ready_keeps_pages_and_names_repository_files():
     text = ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.example/x) "
             "[the Makefile](../../Makefile) [lesson 01](../../notebooks/01_the_big_idea.ipynb) "
             "[missing](../../nowhere.md) [a section](#check-yourself)")
-    out = site.web_ready(text, "docs/instructor/guide.md")
+    out = site.web_ready(text, "docs/guides/guide.md")
     assert "[Open In Colab](https://colab.example/x)" in out and "colab-badge.svg" not in out
     assert "the Makefile (`Makefile` in the course's files)" in out
     assert "[lesson 01](../../notebooks/01_the_big_idea.ipynb)" in out
@@ -192,7 +222,7 @@ def test_web_ready_keeps_pages_and_names_repository_files():
 
 
 def test_web_ready_sends_links_to_the_readme_to_the_home_page():
-    out = site.web_ready("[README](../../README.md#graded-exercises) and [home](README.md)", "docs/instructor/x.md")
+    out = site.web_ready("[README](../../README.md#graded-exercises) and [home](README.md)", "docs/guides/x.md")
     assert "[README](../../index.md#graded-exercises)" in out
     assert site.web_ready("[home](README.md)", "README.md") == "[home](index.md)"
 
@@ -202,3 +232,11 @@ def test_web_ready_turns_an_explicit_anchor_into_a_myst_target():
     out = site.web_ready(text, "README.md")
     assert "\n(your-own-copy)=\n\n## Your own copy\n" in out
     assert '<a id="inline"></a>' in out, "only a line holding the anchor alone becomes a target"
+
+
+def test_web_ready_unlinks_what_only_the_authored_course_has(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "grading.md").write_text("# Grading\n")
+    text = "[the kit](docs/instructor/README.md), [grading](docs/grading.md), [missing](docs/nowhere.md)"
+    out = site.web_ready(text, "README.md", tmp_path)
+    assert out.startswith("the kit, [grading](docs/grading.md)") and "[missing](docs/nowhere.md)" in out

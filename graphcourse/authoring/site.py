@@ -1,8 +1,11 @@
-"""Build the course's static site: the lessons as stored, the exercises without answers, the docs.
+"""Build the course's static site: the lessons as stored, the exercises without answers, the learner's docs.
 
-`python -m graphcourse.authoring.site` (or `make site`) stages a copy of notebooks/, exercises/ and
-docs/ (instructor material included when present) under build/site-src/, then runs Sphinx with
-myst-nb over it (docs/site/conf.py) into build/site/. Nothing is executed: each lesson shows
+`python -m graphcourse.authoring.site` (or `make site`) first builds the learner release
+(graphcourse.authoring.release) into build/site-release/, then stages a copy of its notebooks/,
+exercises/, docs/ and README.md under build/site-src/, and runs Sphinx with myst-nb over it
+(docs/site/conf.py) into build/site/. It reads the release rather than the repository so that
+the site publishes only what a learner may read: no solutions, no tests, no instructor kit
+(docs/instructor/ holds the answers). Nothing is executed: each lesson shows
 the outputs it was stored with, under a "recorded on" line naming the GPU, torch and date
 (from data/gpu_reference.json's provenance, and from what the lesson's own outputs say about
 the machine that ran them). The staged copy differs from the lessons only in what a web page
@@ -31,9 +34,12 @@ import nbformat
 
 from ..core.paths import ROOT
 from ..errors import GraphCourseError
+from . import release
 
 CONF_DIR = ROOT / "docs" / "site"
 DEFAULT_SRC = ROOT / "build" / "site-src"
+DEFAULT_RELEASE = ROOT / "build" / "site-release"
+"""The release the site is built from (a folder of its own, so that `make release`'s build/release is left alone)."""
 DEFAULT_OUT = ROOT / "build" / "site"
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -211,9 +217,14 @@ EXPLICIT_ANCHOR = re.compile(r'^<a id="([A-Za-z][\w-]*)"></a>[ \t]*$', re.MULTIL
 """A line holding only an explicit anchor, as the README puts one before a heading it links to."""
 
 
-def web_ready(markdown: str, rel_path: str) -> str:
+def web_ready(markdown: str, rel_path: str, root: Path = ROOT) -> str:
     """Markdown as the offline site can show it: images from other hosts become their alt text (a badge such as
-    "Open in Colab" stays a link), and links to repository files that are not pages name the file instead."""
+    "Open in Colab" stays a link), and links to repository files that are not pages name the file instead.
+
+    `rel_path` is the markdown's path inside `root`, the folder it was read from (the release, for the site):
+    a link to a file the authored course has but `root` lacks (the instructor kit, solutions/) keeps only its text.
+    """
+    root = root.resolve()
     markdown = MD_IMAGE.sub(lambda m: m.group(1) or "image", markdown)
     # an explicit anchor line, `<a id="name"></a>` (GitHub and JupyterLab), becomes a MyST target, `(name)=`,
     # so that links to `page#name` resolve in the site too
@@ -227,27 +238,30 @@ def web_ready(markdown: str, rel_path: str) -> str:
         path = target.split("#", 1)[0]
         resolved = Path(*[p for p in (here / path).parts])
         try:
-            norm = (ROOT / resolved).resolve().relative_to(ROOT).as_posix()
+            norm = (root / resolved).resolve().relative_to(root).as_posix()
         except ValueError:
             return match.group(0)
+        if not (root / norm).exists() and (ROOT / norm).exists():
+            return text  # in the authored course only, never published: no link to it
         if norm == "README.md":  # the README is the site's home page, index.md
             fragment = target[len(path):]
             return f"[{text}]({os.path.relpath('index.md', here.as_posix() or '.')}{fragment})"
-        if norm.startswith(STAGED) or norm in STAGED or not (ROOT / norm).exists():
+        if norm.startswith(STAGED) or norm in STAGED or not (root / norm).exists():
             return match.group(0)  # a page of the site (or a broken link, which the build reports)
         return f"{text} (`{norm}` in the course's files)" if text.strip("`") != norm else f"`{norm}`"
 
     return MD_LINK.sub(fix, markdown)
 
 
-def _stage_notebook(src: Path, dest: Path, prov: dict[str, Any] | None, contents: str) -> None:
+def _stage_notebook(src: Path, dest: Path, prov: dict[str, Any] | None, contents: str, root: Path = ROOT) -> None:
     nb = nbformat.read(src, as_version=4)
-    rel = src.resolve().relative_to(ROOT).as_posix() if src.resolve().is_relative_to(ROOT) else src.name
+    root = root.resolve()
+    rel = src.resolve().relative_to(root).as_posix() if src.resolve().is_relative_to(root) else src.name
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = "\n".join(line for line in cell.source.splitlines() if not NBVAL_COMMENT.match(line))
         elif cell.cell_type == "markdown":
-            cell.source = web_ready(cell.source.replace("](../README.md)", f"]({contents})"), rel)
+            cell.source = web_ready(cell.source.replace("](../README.md)", f"]({contents})"), rel, root)
     unfold_widgets(nb)
     add_alt_text(nb)
     if prov is not None:
@@ -270,39 +284,45 @@ def _title(path: Path) -> str:
     return found.group(1).strip() if found else path.stem
 
 
-def stage(src: Path = DEFAULT_SRC, reference: Path | None = None) -> dict[str, list[str]]:
-    """Write the site's sources into `src` (replacing what was there); returns the documents by section."""
+def stage(src: Path = DEFAULT_SRC, reference: Path | None = None,
+          release_dir: Path = DEFAULT_RELEASE) -> dict[str, list[str]]:
+    """Build the release into `release_dir`, then write the site's sources from it into `src` (replacing what was
+    there); returns the documents by section. Only files the release wrote (its release.json) are read."""
+    try:
+        manifest = release.build(release_dir, log=lambda m: None)
+    except release.ReleaseError as exc:
+        raise SiteError(f"the site is built from the learner release, which could not be built: {exc}") from None
+    base = Path(release_dir).resolve()
+    files = sorted(manifest["files"])
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
-    prov = provenance(reference)
-    lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    prov = provenance(reference or base / "data" / "gpu_reference.json")
+    lessons = [base / f for f in files if re.fullmatch(r"notebooks/[0-9][0-9]_[^/]*\.ipynb", f)]
     if not lessons:
-        raise SiteError(f"no lessons in {ROOT / 'notebooks'}: the site needs notebooks/NN_name.ipynb.")
-    sections: dict[str, list[str]] = {"Lessons": [], "Graded exercises": [], "For instructors": [], "About": []}
+        raise SiteError(f"no lessons in {base / 'notebooks'}: the site needs notebooks/NN_name.ipynb.")
+    sections: dict[str, list[str]] = {"Lessons": [], "Graded exercises": [], "About": []}
     for path in lessons:
-        _stage_notebook(path, src / "notebooks" / path.name, prov, "../index.md")
+        _stage_notebook(path, src / "notebooks" / path.name, prov, "../index.md", base)
         sections["Lessons"].append(f"notebooks/{path.stem}")
-    for path in sorted((ROOT / "exercises").glob("*.ipynb")):
-        _stage_notebook(path, src / "exercises" / path.name, None, "../index.md")
+    for path in (base / f for f in files if re.fullmatch(r"exercises/[^/]*\.ipynb", f)):
+        _stage_notebook(path, src / "exercises" / path.name, None, "../index.md", base)
         sections["Graded exercises"].append(f"exercises/{path.stem}")
-    docs = ROOT / "docs"
-    for path in sorted(docs.rglob("*")):
-        rel = path.relative_to(ROOT)
-        if path.is_dir() or rel.parts[:2] == ("docs", "site") or ".ipynb_checkpoints" in rel.parts:
+    for name in files:
+        rel = Path(name)
+        if rel.parts[0] != "docs" or rel.parts[:2] == ("docs", "site") or ".ipynb_checkpoints" in rel.parts:
             continue
-        dest = src / rel
+        path, dest = base / rel, src / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".ipynb":
-            _stage_notebook(path, dest, None, "/".join([".."] * (len(rel.parts) - 1)) + "/index.md")
+            _stage_notebook(path, dest, None, "/".join([".."] * (len(rel.parts) - 1)) + "/index.md", base)
         elif path.suffix == ".md":
-            dest.write_text(web_ready(path.read_text(), rel.as_posix()))
+            dest.write_text(web_ready(path.read_text(), rel.as_posix(), base))
         else:
             shutil.copy2(path, dest)
         if path.suffix in (".md", ".ipynb"):
-            section = "For instructors" if "instructor" in rel.parts else "About"
-            sections[section].append(str(rel.with_suffix("")))
-    (src / "README.md").write_text(web_ready((ROOT / "README.md").read_text(), "README.md"))
+            sections["About"].append(str(rel.with_suffix("")))
+    (src / "README.md").write_text(web_ready((base / "README.md").read_text(), "README.md", base))
     toctrees = []
     for caption, docs_in in sections.items():
         if docs_in:
@@ -394,14 +414,16 @@ def check_site(out: Path) -> LinkReport:
 # --------------------------------------------------------------------------- the build
 
 
-def build(out: Path = DEFAULT_OUT, src: Path = DEFAULT_SRC, quiet: bool = True) -> LinkReport:
-    """Stage the sources, build the HTML site with Sphinx (warnings are errors), check its links; SiteError if any fail."""
+def build(out: Path = DEFAULT_OUT, src: Path = DEFAULT_SRC, quiet: bool = True,
+          release_dir: Path = DEFAULT_RELEASE) -> LinkReport:
+    """Build the release and stage the site's sources from it, build the HTML site with Sphinx (warnings are
+    errors), check its links; SiteError if any fail."""
     try:
         from sphinx.cmd.build import build_main
     except ImportError:
         raise SiteError("Sphinx is not installed: `pip install -e '.[site]'` installs Sphinx, myst-nb and the "
                         "book theme (make site does it).") from None
-    stage(src)
+    stage(src, release_dir=release_dir)
     if out.exists():
         shutil.rmtree(out)
     doctrees = out.parent / (out.name + "-doctrees")
