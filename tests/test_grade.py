@@ -403,7 +403,7 @@ def _fake_runs():
     return load_assignment, CellRun, CheckRun, ExerciseRun
 
 
-def test_review_earns_nothing_until_an_instructor_clears_it(course_process, tmp_path):
+def test_review_earns_nothing_until_an_instructor_clears_it(tmp_path):
     from graphcourse.grading.verdict import exercise_mark
 
     load_assignment, CellRun, CheckRun, ExerciseRun = _fake_runs()

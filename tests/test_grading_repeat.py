@@ -80,12 +80,28 @@ def regraded(tmp_path_factory) -> list[dict]:
         assert proc.returncode == 0, proc.stderr[-3000:]
         reports.append(json.loads((out / "grades.json").read_text()))
         reports[-1]["out"] = str(out)
+    # a rerun into the first report, as after an interruption: one learner left 'not graded yet', one on the
+    # roster who handed in nothing; the rest must be kept, not graded again
+    first = root / "out0" / "grades.json"
+    data = json.loads(first.read_text())
+    data["learners"]["lookup"]["status"] = "not graded yet"
+    first.write_text(json.dumps(data))
+    (root / "roster.txt").write_text("# the class\n" + "\n".join([*LEARNERS, "absent_learner"]) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--solutions", str(sol),
+                           "--report", str(first), "--jobs", "2", "--quiet", "--timeout-per-cell", "10",
+                           "--csv", str(root / "out0" / "grades.csv"), "--feedback", str(root / "out0" / "feedback"),
+                           "--roster", str(root / "roster.txt")],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resumed = json.loads(first.read_text())
+    resumed["out"], resumed["stderr"] = str(root / "out0"), proc.stderr
+    reports.append(resumed)
     reports.append(assignment_seed(sol))
     return reports
 
 
 def test_three_runs_give_the_same_marks(regraded) -> None:
-    *reports, seed = regraded
+    *reports, _resumed, seed = regraded
     assert {r["run"]["seed"] for r in reports} == {seed}
     first = _marks(reports[0])
     model_checks = [s for checks in first["model"][1].values() for s in checks.values()]
@@ -95,8 +111,8 @@ def test_three_runs_give_the_same_marks(regraded) -> None:
 
 
 def test_every_learner_gets_a_page_of_their_own_and_odd_names_break_nothing(regraded) -> None:
-    *reports, _seed = regraded
-    report = reports[0]
+    *reports, _resumed, _seed = regraded
+    report = reports[1]  # out0 got the rerun's extra learner
     out = Path(report["out"])
     names = [os.fsdecode(n) for n in NAMES_THAT_COLLIDE]
     assert set(names) <= set(report["learners"]), sorted(report["learners"])
@@ -109,3 +125,20 @@ def test_every_learner_gets_a_page_of_their_own_and_odd_names_break_nothing(regr
         text = (out / "feedback" / page).read_text()
         assert text.count("<h1>Feedback for ") == 1
     assert "caf" in (out / "grades.csv").read_text() and (out / "grades.xml").read_text().startswith("<?xml")
+
+
+def test_a_rerun_keeps_who_was_graded_and_the_roster_names_who_handed_in_nothing(regraded) -> None:
+    *reports, resumed, _seed = regraded
+    first = {n: m for n, m in _marks(reports[1]).items()}
+    kept = resumed["run"]["kept_from_earlier_report"]
+    assert kept == len(reports[1]["learners"]) - 1, "every learner but the one left 'not graded yet' is kept"
+    again = _marks(resumed)
+    assert again.pop("absent_learner") == (0, {ex: {c: "not-handed-in" for c in checks}
+                                               for ex, checks in first["model"][1].items()})
+    assert again == first, "the regraded learner earns what the full runs gave"
+    assert resumed["learners"]["absent_learner"]["status"] == "not-handed-in"
+    out = Path(resumed["out"])
+    assert "absent_learner" in (out / "grades.csv").read_text()
+    assert "absent_learner" in (out / "feedback" / "index.html").read_text()
+    assert "not on the roster, graded anyway" in resumed["stderr"] or any(
+        "not on the roster" in w for w in resumed["warnings"]), "the hostile names are not on the roster"

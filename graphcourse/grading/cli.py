@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None,
                    help="the hidden inputs' seed (default: one fixed by the solutions' contents, so every rerun, "
                         "export and machine gives the same marks; give another for a new term)")
+    p.add_argument("--roster", type=Path, metavar="FILE",
+                   help="the class list, one learner (folder) name per line: one who handed in nothing is reported "
+                        "'not handed in' in every output")
+    p.add_argument("--regrade-all", action="store_true",
+                   help="grade every learner again (default: keep those the report already graded with the same "
+                        "notebooks, solutions and seed, so a rerun after Ctrl-C grades only what is left)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (the table and warnings still print)")
     return p
 
@@ -69,9 +75,16 @@ def main(argv: list[str] | None = None) -> int:
         for folder in [args.feedback, args.gradescope]:
             if folder is not None:
                 folder.mkdir(parents=True, exist_ok=True)
+        roster = None
+        if args.roster is not None:
+            try:
+                roster = [ln.strip() for ln in args.roster.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+            except (OSError, UnicodeDecodeError) as exc:
+                parser.error(f"--roster {args.roster}: cannot read it ({exc}); give a text file, one learner per line")
         options = Options(timeout_floor=args.timeout_per_cell, budget=args.budget_per_learner, jobs=args.jobs,
                           memory_mb=args.memory_mb, gpu_memory_mb=args.gpu_memory_mb, allow_reviewed=set(args.allow_reviewed), progress=not args.quiet,
-                          seed=args.seed, only=set(args.only) or None)
+                          seed=args.seed, only=set(args.only) or None, roster=roster,
+                          regrade_all=args.regrade_all)
         grader = Grader(args.paths, args.solutions, options,
                         Outputs(args.report, args.csv, args.feedback, args.gradescope, args.junit))
     except (GraphCourseError, OSError) as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -58,6 +59,8 @@ class Options:
     jobs: int | None = None
     memory_mb: int = 4096
     gpu_memory_mb: int = 65536
+    roster: list[str] | None = None  # every learner expected: one not found is reported 'not handed in'
+    regrade_all: bool = False  # False: keep learners an earlier report graded with the same notebooks and solutions
     allow_reviewed: set[str] = field(default_factory=set)  # learner, learner:exercise, or "*"
     allow_unconfined: bool = True
     cuda: bool | None = None  # None: detect
@@ -133,6 +136,8 @@ class Grader:
         self.confinement: Confinement = detect()
         self.available = available_needs(options.cuda)
         self.seed = options.seed if options.seed is not None else assignment_seed(solutions_dir)
+        self.solutions_digest = hashlib.sha256(b"".join(p.name.encode() + b"\0" + p.read_bytes()
+                                                         for p in solution_paths(solutions_dir))).hexdigest()
         self.warnings: list[str] = []
         self.report: dict = {}
         self.model: dict[str, ExerciseRun] = {}
@@ -419,6 +424,67 @@ class Grader:
             self._total(self.report["learners"][name])
             self._write(name)
 
+    def _roster(self, learners: list[Learner]) -> list[str]:
+        """Learners on the roster who handed in nothing: in every report, 'not handed in'. Returns their names."""
+        if not self.options.roster:
+            return []
+        found = {l.name for l in learners}
+        absent = [n for n in dict.fromkeys(self.options.roster) if n not in found]
+        for name in absent:
+            rec = self._learner_record("not-handed-in", ["on the roster, but no notebook was handed in"])
+            for a in self.assignments:
+                for ex in a.exercises:
+                    rec["exercises"][ex.id] = exercise_mark(
+                        ex, None, None, available=self.available, review=[], allowed=False, answer_notes=[],
+                        missing_status="not-handed-in", missing="not handed in: no notebook from this learner")
+                rec["notebooks"][a.name]["status"] = "not-handed-in"
+            self.report["learners"][name] = rec
+        extra = sorted(found - set(self.options.roster))
+        if extra:
+            self.warnings.append(f"not on the roster, graded anyway: {', '.join(reports.terminal(n) for n in extra[:10])}"
+                                 + (f" and {len(extra) - 10} more" if len(extra) > 10 else ""))
+        return absent
+
+    def _marking(self) -> dict:
+        """The options that change marks: a learner is kept from an earlier report only if they are the same."""
+        o = self.options
+        return {"allow_reviewed": sorted(o.allow_reviewed), "only": sorted(o.only or []), "floor": o.timeout_floor,
+                "factor": o.timeout_factor, "budget": o.budget, "memory_mb": o.memory_mb, "gpu_memory_mb": o.gpu_memory_mb}
+
+    def _earlier(self, learners: list[Learner]) -> set[str]:
+        """Learners the report already on disk graded with the same notebooks, solutions and seed: their records
+        are kept (a rerun after Ctrl-C, or after adding a learner, grades only what changed)."""
+        if self.options.regrade_all or not self.outputs.report.is_file():
+            return set()
+        try:
+            old = json.loads(self.outputs.report.read_text())
+            run = old["run"]
+            same = (old.get("format") == FORMAT and run.get("seed") == self.seed
+                    and run.get("solutions_sha256") == self.solutions_digest
+                    and run.get("exercises") == self.report["run"]["exercises"]
+                    and run.get("checks_needing") == self.report["run"]["checks_needing"]
+                    and run.get("marking") == self.report["run"]["marking"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return set()
+        if not same:
+            return set()
+        kept = set()
+        for learner in learners:
+            rec = old.get("learners", {}).get(learner.name)
+            if not isinstance(rec, dict) or rec.get("status") in ("not graded yet", "error", None):
+                continue
+            try:
+                now = sorted((f.name, hashlib.sha256(f.read_bytes()).hexdigest()) for f in learner.files)
+            except OSError:
+                continue
+            before = sorted((f.get("path"), f.get("sha256")) for f in rec.get("files", []) if isinstance(f, dict))
+            if now and now == before:
+                self.report["learners"][learner.name] = rec
+                kept.add(learner.name)
+        if kept:
+            self.report["run"]["kept_from_earlier_report"] = len(kept)
+        return kept
+
     async def run(self) -> dict:
         from tqdm import tqdm
 
@@ -436,9 +502,13 @@ class Grader:
             "checks_needing": {n: n in self.available for n in NEEDS}, "jobs": jobs,
             "solutions": [a.name for a in self.assignments],
             "exercises": [ex.id for a in self.assignments for ex in a.exercises],
-            "seed": self.seed},  # fixed by the solutions (or --seed); never shown to a kernel
+            "seed": self.seed, "solutions_sha256": self.solutions_digest,  # the seed is never shown to a kernel
+            "marking": self._marking()},
             "learners": {l.name: self._learner_record("not graded yet") for l in learners},
             "skipped": [{"path": p, "reason": r} for p, r in skipped], "warnings": []}
+        absent = self._roster(learners)
+        kept = self._earlier(learners)
+        learners = [l for l in learners if l.name not in kept]
         tmp_root = Path(tempfile.gettempdir())
         if len(str(tmp_root)) > 50 and Path("/tmp").is_dir():  # a Unix socket's path must fit in 107 bytes
             tmp_root = Path("/tmp")
@@ -460,6 +530,11 @@ class Grader:
                    file=sys.stderr)
         try:
             self._write()
+            for name in [*absent, *kept]:
+                self._write(name)
+            if not learners:  # every learner kept from the earlier report: nothing to run
+                self.report["run"]["status"] = "complete"
+                return self.report
             await self._model()
             self.report["run"]["time_limits_s"] = {"floor": self.options.timeout_floor,
                                                    "factor": self.options.timeout_factor,
