@@ -29,6 +29,9 @@ LEARNERS = {
     "model": None,
     "lookup": {"ex01_add": "def add(a, b):\n    return {(1, 2): 3, (0.5, 0.25): 0.75}.get((a, b), 0)"},
     "small_only": {"ex01_add": "def add(a, b):\n    return a + b if abs(a) < 500_000 else 0"},
+    # honest answers with enormous output: they earn what the model answer earns (the grader keeps 4,000 characters)
+    "prints_50_mb": {"ex01_add": "for _i in range(50_000):\n    print('x' * 1000)\n\ndef add(a, b):\n    return a + b"},
+    "raises_20_mb": {"ex01_add": "def add(a, b):\n    return a + b\n\nraise ValueError('y' * 20_000_000)"},
 }
 
 
@@ -107,6 +110,8 @@ def test_three_runs_give_the_same_marks(regraded) -> None:
     model_checks = [s for checks in first["model"][1].values() for s in checks.values()]
     assert set(model_checks) <= {"passed", "not-graded"} and "passed" in model_checks, first["model"]
     assert first["lookup"][0] < first["model"][0], first
+    assert first["prints_50_mb"] == first["model"], "50 MB of prints cost an honest answer nothing"
+    assert first["raises_20_mb"][0] == first["model"][0], "a 20 MB error message after the answer costs it nothing"
     assert all(_marks(r) == first for r in reports[1:])
 
 

@@ -235,6 +235,13 @@ def preamble(modules: list[str]) -> str:
              "        _gc_importlib.import_module(_gc_m)",
              "    except Exception:",
              "        pass",
+             "try:  # pyzmq starts a garbage-collector thread at the kernel's first large message; start it now, so",
+             "    import zmq.utils.garbage as _gc_zmq_garbage  # an answer that prints a lot is not 'a thread left running'",
+             "    if not _gc_zmq_garbage.gc.is_alive():",
+             "        _gc_zmq_garbage.gc.start()",
+             "    del _gc_zmq_garbage",
+             "except Exception:",
+             "    pass",
              "_gc_observe._save_process_state()",
              "del _gc_importlib, _gc_m, _gc_observe"]
     return "\n".join(lines)
