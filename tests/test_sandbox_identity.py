@@ -43,7 +43,10 @@ def _run(tmp_path: Path, gpu: bool, code: str = PROBE, tmp_mb: int = 1024) -> su
         box.prepare()
         argv = box.kernel_argv(sys.executable)
         assert argv[-4:] == ["-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        return subprocess.run(argv[:-4] + ["-c", code], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(argv[:-4] + ["-c", code.replace("@SOCKETS@", str(box.socket_dir))], capture_output=True,
+                              text=True, timeout=120)
+        done.socket_tmpfs = box.socket_tmpfs
+        return done
     finally:
         box.sweep()
         box.remove()
@@ -73,3 +76,13 @@ def test_the_sandbox_tmp_has_a_size(tmp_path: Path) -> None:
             "except OSError as exc:\n    print('FULL' if exc.errno == errno.ENOSPC else repr(exc))\n")
     done = _run(tmp_path, gpu=False, code=code, tmp_mb=8)
     assert done.stdout.strip() == "FULL", (done.stdout, done.stderr[-1000:])
+
+
+def test_the_socket_folder_on_the_host_has_a_size(tmp_path: Path) -> None:
+    code = ("import errno\ntry:\n    open('@SOCKETS@/fill', 'wb').write(b'x' * (40 * 1024**2))\n    print('WROTE')\n"
+            "except OSError as exc:\n    print('FULL' if exc.errno == errno.ENOSPC else repr(exc))\n")
+    done = _run(tmp_path, gpu=False, code=code)
+    if not done.socket_tmpfs:
+        pytest.skip("this machine does not let root mount a tmpfs: the socket folder stays on the disk (docs/grading.md)")
+    assert done.stdout.strip() == "FULL", (done.stdout, done.stderr[-1000:])
+    assert not (tmp_path / "slot-0").exists(), "unmounted and removed after the kernel"

@@ -29,7 +29,7 @@ from .assignment import Assignment, Exercise, load_assignments
 from .notebooks import (InvalidNotebook, Learner, LearnerNotebook, _copy_name, defined_names, discover, find_answer,
                         read_learner)
 from .runner import ExerciseRun, Limits, Session, run_exercise
-from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, UidPool, detect
+from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, UidPool, detect, unmount_under
 from .scan import scan
 from .verdict import exercise_mark
 
@@ -115,6 +115,7 @@ def _clean_stale(tmp: Path) -> None:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
+            unmount_under(d)
             shutil.rmtree(d, ignore_errors=True)
         except PermissionError:
             pass
@@ -560,6 +561,7 @@ class Grader:
         finally:
             bar.close()
             self._write()
+            unmount_under(self.tmp)
             shutil.rmtree(self.tmp, ignore_errors=True)
             if self.uid_pool is not None:
                 self.uid_pool.release()

@@ -18,7 +18,9 @@ How a kernel is started (``Sandbox.kernel_argv``), when bubblewrap (``bwrap``) i
 * its own pid namespace: it sees and signals only its own processes; when the namespace's first process ends
   (the grader kills it, or the grader dies: ``--die-with-parent``), the kernel ends every process in it, double
   forks and ``setsid`` included;
-* its /tmp is a tmpfs of at most ``Limits.tmp_mb`` (1 GiB): a learner who fills it fails to write, nothing else;
+* its /tmp is a tmpfs of at most ``Limits.tmp_mb`` (1 GiB), and its socket folder (the one place it writes on the
+  host) a tmpfs of ``Limits.socket_mb`` (16 MB) where the machine lets root mount one: a learner who fills either
+  fails to write, nothing else;
 * rlimits: address space (64 GiB instead of 4 for a kernel that may use the GPU: CUDA does not initialise under a
   few GB, see ``GPU_ADDRESS_SPACE_NOTE``), processes, file size, open files, CPU seconds, no core files;
 * its own /etc/passwd and /etc/group, naming the grading uid ``learner`` (libraries that ask for a user name work).
@@ -53,6 +55,7 @@ class Limits:
     processes: int = 256  # per uid: threads count too
     file_mb: int = 64
     tmp_mb: int = 1024  # the sandbox's /tmp, a tmpfs in memory: without a size it could fill the host's memory
+    socket_mb: int = 16  # the socket folder (the one place the kernel writes on the host), a tmpfs of this size
     open_files: int = 512
     cpu_s: int = 900  # CPU seconds per process: a backstop behind the wall-clock limits
 
@@ -129,6 +132,7 @@ class Sandbox:
     packages: tuple[str, ...] = ("toygraph", "graphcourse", "data")
     gpu: bool = False
     uid: int = 0  # the kernel's uid (see UidPool); 0 when not confined
+    socket_tmpfs: bool = False  # the socket folder is a size-limited tmpfs of its own (mounted by prepare)
 
     @property
     def etc_dir(self) -> Path:
@@ -143,6 +147,12 @@ class Sandbox:
         passwd and group naming it ``learner``, with /tmp as its home.
         """
         self.socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.confinement.confined and not self.socket_tmpfs and shutil.which("mount"):
+            # the folder is bound writable into the sandbox: on the grader's disk a learner could fill that disk;
+            # as a tmpfs of socket_mb it holds the sockets and the connection file, and no more
+            done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.limits.socket_mb}m,mode=0700,nosuid,nodev",
+                                   "tmpfs", str(self.socket_dir)], capture_output=True, timeout=30)
+            self.socket_tmpfs = done.returncode == 0
         if self.confinement.confined:
             os.chown(self.socket_dir, self.uid, self.uid)
             os.chmod(self.socket_dir, 0o700)
@@ -248,8 +258,26 @@ class Sandbox:
         os.waitpid(pid, 0)
 
     def remove(self) -> None:
+        if self.socket_tmpfs:
+            subprocess.run(["umount", "-l", str(self.socket_dir)], capture_output=True, timeout=30)
+            self.socket_tmpfs = False
         shutil.rmtree(self.socket_dir, ignore_errors=True)
         shutil.rmtree(self.etc_dir, ignore_errors=True)
+
+
+def unmount_under(folder: Path) -> None:
+    """Unmount (lazily) every mount below `folder`: the socket tmpfs of kernels that did not end cleanly."""
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return
+    root = os.path.realpath(folder) + os.sep
+    for line in mounts:
+        parts = line.split()
+        if len(parts) > 1:
+            where = parts[1].encode().decode("unicode_escape")  # /proc/mounts writes spaces as \\040
+            if (where + os.sep).startswith(root):
+                subprocess.run(["umount", "-l", where], capture_output=True, timeout=30)
 
 
 class UidPool:

@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .sandbox import GRADER_UID_BASE
+from .sandbox import GRADER_UID_BASE, unmount_under
 
 
 def _kill_uids(uids: set[int]) -> None:
@@ -39,6 +39,7 @@ def main(argv: list[str]) -> int:
         pass
     _kill_uids(uids)
     if scratch.name.startswith("graphcourse-grade-"):
+        unmount_under(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
