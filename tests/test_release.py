@@ -148,3 +148,18 @@ def test_make_release_is_one_command(course_process, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "no solutions, tests or instructor kit" in done.stdout
     assert "release:" in (ROOT / "Makefile").read_text() and "graphcourse.authoring.release" in (ROOT / "Makefile").read_text()
+
+
+def test_every_link_in_the_releases_markdown_resolves_inside_it(release_built: Path) -> None:
+    """A link to what only the authored course has (the instructor kit) keeps its text and loses its target."""
+    dead = []
+    for md in release_built.rglob("*.md"):
+        for m in release._MD_LINK.finditer(md.read_text()):
+            target = m[2]
+            if "://" in target or target.startswith(("mailto:", "/")):
+                continue
+            if not (md.parent / target).exists():
+                dead.append(f"{md.relative_to(release_built)}: {target}")
+    assert dead == []
+    assert "[instructor kit](docs/instructor/README.md)" in (ROOT / "README.md").read_text(), "the authored README links it"
+    assert "The instructor kit has a" in (release_built / "README.md").read_text()

@@ -28,6 +28,8 @@ import argparse
 import datetime as _dt
 import hashlib
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,6 +63,28 @@ class ReleaseError(GraphCourseError, RuntimeError):
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+_MD_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")
+
+
+def released_bytes(root: Path, rel: str, files: set[str]) -> bytes:
+    """What the release holds for `rel`: the file itself; in Markdown, a link to a file only the authored course has
+    (the instructor kit, tests/) keeps its text and loses its target, so no learner meets a dead link."""
+    data = (root / rel).read_bytes()
+    if not rel.endswith(".md"):
+        return data
+    here = Path(rel).parent
+
+    def unlink(m: re.Match) -> str:
+        target = m[2]
+        if "://" in target or target.startswith(("mailto:", "/")):
+            return m[0]
+        resolved = os.path.normpath(here / target).replace(os.sep, "/")
+        exists_here = resolved in files or any(f.startswith(resolved.rstrip("/") + "/") for f in files)
+        return m[0] if exists_here or not (root / resolved).exists() else m[1]
+
+    return _MD_LINK.sub(unlink, data.decode("utf-8")).encode("utf-8")
 
 
 def course_files(root: Path = ROOT) -> list[str]:
@@ -193,17 +217,19 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT, *, log: Callable[[str], No
     for rel, digest in old.items():  # the learner's changes to files of the last release are kept, never overwritten
         here = out / rel
         if here.is_file() and _sha(here) != digest:
-            new_src = root / rel
-            if rel in files and new_src.is_file() and _sha(new_src) == digest:
+            if rel in files and (root / rel).is_file() and \
+                    hashlib.sha256(released_bytes(root, rel, set(files))).hexdigest() == digest:
                 continue  # the release did not change this file: the learner's version stays where it is
             target = _kept_path(out, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(here), target)
             kept.append(f"{rel} -> {target.relative_to(out).as_posix()}")
     manifest_files = {}
+    wanted = set(files)
     for rel in files:
         src, dest = root / rel, out / rel
-        digest = _sha(src)
+        content = released_bytes(root, rel, wanted)
+        digest = hashlib.sha256(content).hexdigest()
         manifest_files[rel] = digest
         if dest.is_file() and rel in old and _sha(dest) != old[rel]:
             continue  # kept above: the learner's own version of an unchanged file
@@ -214,7 +240,8 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT, *, log: Callable[[str], No
             kept.append(f"{rel} -> {target.relative_to(out).as_posix()}")
         dest.parent.mkdir(parents=True, exist_ok=True)
         if not dest.is_file() or _sha(dest) != digest:
-            shutil.copy2(src, dest)
+            dest.write_bytes(content)
+            shutil.copystat(src, dest)
     for rel in set(old) - set(files):  # gone from the course, and unchanged by the learner (changed ones moved above)
         here = out / rel
         if here.is_file() and _sha(here) == old[rel]:
