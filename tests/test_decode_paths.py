@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 from matplotlib.colors import to_hex  # noqa: E402
 
 from graphcourse.lessons.decode_paths import plot_paths  # noqa: E402
@@ -77,3 +81,25 @@ def test_cond_capture_line_follows_the_features() -> None:
            "CUDAGraph.begin_capture_to_if_node": True}
     assert "can be captured into IF nodes" in cond_capture_line(new, "here")
     assert cond_capture_line(None, "here") == "here: features not recorded"
+
+
+def test_lesson_07_reads_the_compiled_graphs_ratios_as_the_recorded_run_says() -> None:
+    """Lesson 07's paragraph after the compiled-graphs table: each verdict it states, checked against the data."""
+    import nbformat
+
+    from graphcourse.lessons import decode_paths as dp
+
+    data = dp.load()
+    text = " ".join(c.source for c in nbformat.read(ROOT / "notebooks" / "07_graphs_by_the_compiler.ipynb",
+                                                   as_version=4).cells if c.cell_type == "markdown")
+    assert "At batch 1 the second ratio's range still lies above 1" in text
+    assert "At batch 8 its range straddles 1: no difference beyond the spread" in text
+    assert "CPU time per token stayed well under the token's time" in text
+    assert dp.ratio_line(data, 1, "reduce_overhead", "compiled_graph_k1", part="compiled_graphs").endswith("slower")
+    assert dp.ratio_line(data, 8, "reduce_overhead", "compiled_graph_k1", part="compiled_graphs").endswith(
+        "no difference beyond the run-to-run spread")
+    for batch in (1, 8):
+        row = {r["path"]: r for r in dp.path_rows(data, batch, "compiled_graphs")}["reduce_overhead"]
+        assert row["issue_us_per_token"]["max"] < 0.75 * row["us_per_token"]["min"], (batch, row)
+    low = dp.ratio_line(data, 1, "reduce_overhead", "compiled_graph_k1", part="compiled_graphs")
+    assert 1.0 < float(low.split("= ")[1].split(" ")[0]) < 1.02, "'by about one percent'"
