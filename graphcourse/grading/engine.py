@@ -45,10 +45,15 @@ def assignment_seed(solutions_dir: Path) -> int:
     the solutions draws new inputs, and ``--seed N`` (a new term, say) chooses others on purpose.
     The report records the seed each run used.
     """
+    return int(solutions_sha256(solutions_dir)[:8], 16) % (2**31 - 1) + 1
+
+
+def solutions_sha256(solutions_dir: Path) -> str:
+    """One digest of the solutions notebooks (names and bytes): the assignment's identity in a report."""
     digest = hashlib.sha256()
     for path in solution_paths(solutions_dir):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return int.from_bytes(digest.digest()[:4], "big") % (2**31 - 1) + 1
+    return digest.hexdigest()
 
 
 @dataclass
@@ -137,8 +142,7 @@ class Grader:
         self.confinement: Confinement = detect()
         self.available = available_needs(options.cuda)
         self.seed = options.seed if options.seed is not None else assignment_seed(solutions_dir)
-        self.solutions_digest = hashlib.sha256(b"".join(p.name.encode() + b"\0" + p.read_bytes()
-                                                         for p in solution_paths(solutions_dir))).hexdigest()
+        self.solutions_digest = solutions_sha256(solutions_dir)
         self.warnings: list[str] = []
         self.report: dict = {}
         self.model: dict[str, ExerciseRun] = {}
