@@ -146,7 +146,8 @@ class Sandbox:
         (torch.compile's cache folder, getpass) fail without one, so the sandbox gets its own two-line
         passwd and group naming it ``learner``, with /tmp as its home.
         """
-        self.socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.socket_dir.mkdir(mode=0o700, exist_ok=True)  # never parents: a kernel started while the run is being
+        # stopped must not recreate the run's scratch folder after the run removed it
         if self.confinement.confined and not self.socket_tmpfs and shutil.which("mount"):
             # the folder is bound writable into the sandbox: on the grader's disk a learner could fill that disk;
             # as a tmpfs of socket_mb it holds the sockets and the connection file, and no more
