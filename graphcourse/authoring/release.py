@@ -213,22 +213,22 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT, *, log: Callable[[str], No
     elif out.exists() and any(p.name not in KEEP for p in out.iterdir()):
         raise ReleaseError(f"{out} exists, holds files and is not a release (no {MANIFEST}): nothing was written. "
                            "Choose an empty folder, or move this one aside.")
+    wanted = set(files)
+    contents = {rel: released_bytes(root, rel, wanted) for rel in files}  # what this build writes, once
     kept = []
     for rel, digest in old.items():  # the learner's changes to files of the last release are kept, never overwritten
         here = out / rel
         if here.is_file() and _sha(here) != digest:
-            if rel in files and (root / rel).is_file() and \
-                    hashlib.sha256(released_bytes(root, rel, set(files))).hexdigest() == digest:
+            if rel in contents and hashlib.sha256(contents[rel]).hexdigest() == digest:
                 continue  # the release did not change this file: the learner's version stays where it is
             target = _kept_path(out, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(here), target)
             kept.append(f"{rel} -> {target.relative_to(out).as_posix()}")
     manifest_files = {}
-    wanted = set(files)
     for rel in files:
         src, dest = root / rel, out / rel
-        content = released_bytes(root, rel, wanted)
+        content = contents[rel]
         digest = hashlib.sha256(content).hexdigest()
         manifest_files[rel] = digest
         if dest.is_file() and rel in old and _sha(dest) != old[rel]:
