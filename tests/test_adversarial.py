@@ -47,6 +47,9 @@ FLAGGED = {  # attacks that touch the grading machinery: the grader lists them a
     "sys_modules", "settrace_checks", "kill_grader", "sigstop_parent", "signal_classmates", "steal_secret",
     "read_solutions", "proc_classmate", "overwrite_classmates", "symlink_report", "ctypes_crash", "gc_hunt",
     "write_files", "hijack_kernels", "second_notebook_rewrites_first",
+    # held by the tripwire (graphcourse/grading/tripwire.py) or the toy's guards, at run time:
+    "forge_replay_count", "forge_sync_count", "observe_from_answer", "reseed_hidden_inputs", "patch_observe_mock",
+    "transformer_forges_footer", "rebind_check_global",
 }  # (stealthy_solutions and mock_any pass the static scan: confinement and plain data must stop them)
 
 
@@ -319,7 +322,9 @@ def test_a_grader_stopped_mid_run_leaves_a_valid_report_and_nothing_running(cour
         _check_reports(graded, [n for n, l in learners.items() if l.kind != "invalid"])
 
 
-CLEARED = ["read_solutions", "proc_classmate", "input_transformer", "ast_transformer", "wrap_run_cell",
+CLEARED = ["forge_replay_count", "forge_sync_count", "observe_from_answer", "reseed_hidden_inputs",
+           "patch_observe_mock", "transformer_forges_footer", "rebind_check_global",
+           "read_solutions", "proc_classmate", "input_transformer", "ast_transformer", "wrap_run_cell",
            "fake_skiptest", "rebind_assertion", "shadow_builtins", "patch_toygraph", "always_equal", "sys_modules",
            "forge_output", "steal_secret", "settrace_checks", "gc_hunt", "lookup_table", "base_exceptions"]
 

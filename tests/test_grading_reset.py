@@ -9,6 +9,7 @@ them; replacing ``warnings.showwarning`` shows in the kernel snapshot (a review 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -35,11 +36,14 @@ def _run(client, code: str) -> str:
             return "".join(out)
 
 
-def test_an_answers_warning_filter_does_not_reach_the_next_exercise():
+def test_an_answers_warning_filter_does_not_reach_the_next_exercise(tmp_path):
+    pipe = tmp_path / "tripwire"
+    os.mkfifo(pipe, 0o600)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
     km, client = jupyter_client.manager.start_new_kernel(kernel_name="python3")
     try:
         filters = "import warnings, json; print(json.dumps([repr(f) for f in warnings.filters]))"
-        _run(client, preamble(["json"]))
+        _run(client, preamble(["json"], str(pipe)))
         fresh = json.loads(_run(client, filters))
         _run(client, "import warnings\nwarnings.filterwarnings('ignore')\nwarnings.simplefilter('error', UserWarning)")
         assert json.loads(_run(client, filters)) != fresh
@@ -48,6 +52,7 @@ def test_an_answers_warning_filter_does_not_reach_the_next_exercise():
     finally:
         client.stop_channels()
         km.shutdown_kernel(now=True)
+        os.close(reader)
 
 
 def test_replacing_showwarning_is_a_difference_the_snapshot_sees(monkeypatch):

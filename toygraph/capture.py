@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
+from ._guard import Guarded
 from .errors import CaptureError, GraphStateError, InvalidArgumentError, ShapeMismatchError
 from .freeze import Frozen, freeze
 from .memory import Buffer, MemoryPool, ToyDevice, _check_values, _kernel_running, default_device
@@ -145,7 +146,7 @@ def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: floa
     return output
 
 
-class ToyGraph:
+class ToyGraph(Guarded):
     """A toy CUDA graph: record kernels, capture them once at fixed addresses, replay them many times."""
 
     def __init__(self, device: ToyDevice | None = None, *, name: str = "graph") -> None:

@@ -60,6 +60,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
+from ._guard import Guarded
 from .errors import CaptureError, InvalidArgumentError, OutOfMemoryError, ShapeMismatchError
 from .timeline import Clock, CostModel, Timeline
 
@@ -111,7 +112,7 @@ def _freezing() -> Iterator[None]:
         _FREEZING.reset(token)
 
 
-class _DeviceObject:
+class _DeviceObject(Guarded):
     """Device-side objects (buffers, devices, pools, graphs) are kept by reference when capture freezes a kernel."""
 
     def __deepcopy__(self, memo: dict) -> object:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+from ._guard import Guarded, Record
 from .errors import InvalidArgumentError
 from .prices import PRICES, SOURCE
 
@@ -89,10 +90,10 @@ class Event:
 
 
 @dataclass
-class Timeline:
+class Timeline(Guarded):
     """Events of a CPU lane and a GPU lane, and when each step finished."""
 
-    events: list[Event] = field(default_factory=list)
+    events: list[Event] = field(default_factory=Record)  # only the toy appends (see _guard)
     step_end_us: list[float] = field(default_factory=list)
 
     @property
@@ -125,7 +126,7 @@ class Timeline:
         return sorted((e for e in self.events if e.lane == lane), key=lambda e: e.start_us)
 
 
-class Clock:
+class Clock(Guarded):
     """Advances the CPU and GPU lanes as work is launched, replayed and synced."""
 
     def __init__(self, cost: CostModel | None = None) -> None:

@@ -29,6 +29,8 @@ import sys as _sys
 import threading as _threading
 import warnings as _warnings
 
+from . import tripwire as _tripwire
+
 # Bound once, when the grader's preamble imports this module before any learner code runs.
 _type, _len, _isinstance, _str, _list, _dict, _sorted = type, len, isinstance, str, list, dict, sorted
 _int, _float, _bool, _NoneType, _tuple = int, float, bool, type(None), tuple
@@ -106,7 +108,21 @@ def _exception_name(exc: BaseException) -> str:
     return "BaseException"
 
 
-class _State:
+class _Guarded(metaclass=_tripwire.SealedType):
+    """While grading (the tripwire installed), only the grader's own code sets these objects' attributes."""
+
+    def __setattr__(self, name, value):
+        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1)) is not None:
+            _tripwire.refuse(f"graphcourse.grading.observe: {_type(self).__name__}.{name} set")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1)) is not None:
+            _tripwire.refuse(f"graphcourse.grading.observe: {_type(self).__name__}.{name} deleted")
+        object.__delattr__(self, name)
+
+
+class _State(_Guarded):
     def __init__(self) -> None:
         self.check: str | None = None  # set by the grader's header; None in a learner's notebook
         self.obs: dict[str, dict] = {}
@@ -114,20 +130,44 @@ class _State:
         self.recorded: dict[str, dict] = {}
         self.label = "notebook"
         self.baseline: dict | None = None
+        self.names: tuple = ()
+        self.poisoned = False
 
 
 _state = _State()
 
 
-class _Inputs:
+class _Rng(_random.Random, metaclass=_tripwire.SealedType):
+    """random.Random with its methods copied when this module is imported (before any answer runs), so that patching
+    random.Random later changes nothing here; while grading only the grader's code re-seeds it."""
+
+    def seed(self, *args, **kwargs):
+        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1)) is not None:
+            _tripwire.refuse("the hidden inputs' generator re-seeded")
+        return _random.Random.seed(self, *args, **kwargs)
+
+    def setstate(self, state):
+        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1)) is not None:
+            _tripwire.refuse("the hidden inputs' generator's state set")
+        return _random.Random.setstate(self, state)
+
+
+for _name in ("random", "getrandbits", "randint", "randrange", "_randbelow", "_randbelow_with_getrandbits",
+              "choice", "sample", "shuffle", "uniform", "getstate"):
+    if _name in _vars(_random.Random) or hasattr(_random.Random, _name):
+        type.__setattr__(_Rng, _name, _getattr(_random.Random, _name))
+del _name
+
+
+class _Inputs(_Guarded):
     """Inputs for a check: a seeded random.Random, re-seeded by the grader for every check (same seed for the model)."""
 
     def __init__(self) -> None:
-        self.rng = _random.Random(SELF_CHECK_SEED)
+        self.rng = _Rng(SELF_CHECK_SEED)
         self.hidden = False
 
     def _seed(self, seed: int, check: str, hidden: bool) -> None:
-        self.rng = _random.Random(f"{seed}:{check}")
+        self.rng = _Rng(f"{seed}:{check}")
         self.hidden = hidden
 
     def randint(self, a: int, b: int) -> int:
@@ -151,7 +191,7 @@ class _Inputs:
 inputs = _Inputs()
 
 
-class _Observe:
+class _Observe(_Guarded):
     """observe(key, value, hint=, tol=) records a value; observe.call(key, fn, *args, **kw) records what fn did."""
 
     def __call__(self, key, value, *, hint=None, tol=None):
@@ -164,18 +204,26 @@ class _Observe:
     def call(self, key, fn, *args, hint=None, tol=None, **kwargs):
         if _type(key) is not _str:
             raise TypeError(f"observe.call: the key must be a str, not {_type(key).__name__}")
+        space = _sys._getframe(1).f_globals if _state.check is not None and _tripwire.installed() else None
+        before = _bindings(space) if space is not None else None
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:  # an exception is a behaviour to compare; SystemExit and the like end the cell
+            _check_bindings(space, before)
             raised = _exception_name(exc)
             self._put(key, {"raised": raised}, hint, tol)
             if raised == "NotImplementedError":
                 _say_not_answered()
             return None
+        _check_bindings(space, before)
         self._put(key, {"value": plain(result)}, hint, tol)
         return result
 
     def _put(self, key, record, hint, tol):
+        if _state.check is not None and _tripwire.installed() and not _from_check_code():
+            _tripwire.refuse("observations recorded by the answer's own code")
+        if _state.poisoned:
+            record = {"value": {"unplain": "the answer changed the check's own variables while the check ran"}}
         if tol is not None:
             record["tol"] = _float(tol)
         _state.obs[key] = record
@@ -200,6 +248,43 @@ class _Observe:
 
 
 observe = _Observe()
+
+
+_MISSING = object()
+
+
+def _bindings(space) -> dict:
+    """What the check's own names (see _begin) are bound to, and, for dicts (a check's table of runs), what they hold
+    (one level). Lists are not looked into: an answer that pads the batch it was given in place is sloppy, not
+    tampering, and its observations say whether it is right."""
+    out = {}
+    for name in _state.names:
+        value = space.get(name, _MISSING)
+        if _type(value) is _dict:
+            out[name] = (_id(value), _tuple((_id(k), _id(v)) for k, v in _list(_dict.items(value))[:10_000]))
+        else:
+            out[name] = _id(value)
+    return out
+
+
+def _check_bindings(space, before) -> None:
+    """After the answer's code ran inside observe.call: the check's own names must be as they were. If not, this
+    check's observations from here on are "not plain data" (they equal nothing) and the tripwire records why."""
+    if before is None:
+        return
+    after = _bindings(space)
+    changed = [n for n in _state.names if before.get(n) != after.get(n)]
+    if changed:
+        object.__setattr__(_state, "poisoned", True)
+        _sys.audit("graphcourse.tamper", "the check's own variables, changed by the answer's code while the check "
+                                         f"ran: {', '.join(changed[:6])}")
+
+
+def _from_check_code() -> bool:
+    """Whether the code recording an observation is the grader's (a check cell, or helpers the check cells defined):
+    no frame of the learner's answer is on the stack (an answer's function that calls observe is)."""
+    return not _tripwire.from_answer(_sys._getframe(3))  # <- _put <- observe() or observe.call() <- the caller
+
 
 _print = print
 _said: dict = {"cell": None}
@@ -334,10 +419,14 @@ def _baseline() -> None:
     _state.baseline = _snapshot()
 
 
-def _begin(check: str, seed: int) -> None:
+def _begin(check: str, seed: int, names: tuple = ()) -> None:
+    """A check starts (the grader's header): its id, the hidden inputs' seed, and the names the exercise's check cells
+    bind (which the answer's code must leave alone while a check runs)."""
     _state.check = check
-    _state.obs = {}
-    _state.hints = {}
+    _state.names = _tuple(n for n in names if _type(n) is _str)
+    _state.poisoned = False
+    _state.obs = _tripwire.SealedDict() if _tripwire.installed() else {}
+    _state.hints = _tripwire.SealedDict() if _tripwire.installed() else {}
     inputs._seed(seed, check, hidden=True)
 
 
@@ -351,6 +440,8 @@ def _end(key_hex: str) -> None:
         text = _dumps({"check": _state.check, "obs": {}, "hints": {}, "flags": [f"observations not JSON: {exc}"]},
                       sort_keys=True, separators=(",", ":"))
     mac = _hmac_new(bytes.fromhex(key_hex), text.encode(), _sha256).hexdigest()
+    if _tripwire.installed():
+        _tripwire.mark(_state.check)
     _state.check, _state.obs, _state.hints = None, {}, {}
     from IPython.display import publish_display_data
 

@@ -22,6 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from hashlib import sha256
+from pathlib import Path
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpec
@@ -131,9 +132,57 @@ class Kernel:
         self.km: _KernelManager | None = None
         self._reply: dict = {}
         self.alive = False
+        self.tripwire_fd: int | None = None
+        self.marks = 0  # footers whose mark the grader has read
+        self._pending = b""
+
+    @property
+    def tripwire_path(self) -> Path:
+        return self.sandbox.socket_dir / "tripwire"
+
+    def _open_tripwire(self) -> None:
+        """The grader's end of the tripwire's pipe (see .tripwire): made before the kernel starts, read after each cell."""
+        path = self.tripwire_path
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        os.mkfifo(path, 0o600)
+        if self.sandbox.confinement.confined:
+            os.chown(path, self.sandbox.uid, self.sandbox.uid)
+        self.tripwire_fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def tripwire(self) -> list[dict]:
+        """Every record the kernel's tripwire wrote since the last call (never blocks)."""
+        if self.tripwire_fd is None:
+            return []
+        chunks = [self._pending]
+        while True:
+            try:
+                chunk = os.read(self.tripwire_fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > 4 * 1024 * 1024:  # the tripwire writes at most a few hundred short lines
+                break
+        data = b"".join(chunks)
+        lines = data.split(b"\n")
+        self._pending = lines.pop()[:65536]
+        out = []
+        for line in lines:
+            try:
+                rec = json.loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                rec = {"flag": "the tripwire's pipe carried something the tripwire does not write"}
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
 
     async def start(self) -> None:
         self.sandbox.prepare()
+        self._open_tripwire()
         km = _KernelManager(transport="ipc", ip=str(self.sandbox.socket_dir / "zmq"),
                             connection_file=str(self.sandbox.socket_dir / "kernel.json"))
         km.sandbox_uid = self.sandbox.uid if self.sandbox.confinement.confined else None
@@ -210,6 +259,10 @@ class Kernel:
                     proc.wait(timeout=10)
             with contextlib.suppress(Exception):
                 await km._async_cleanup_resources()
+        if self.tripwire_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.tripwire_fd)
+            self.tripwire_fd = None
         self.sandbox.sweep()
         self.sandbox.remove()
 
@@ -228,8 +281,10 @@ def _limit_message_size(kc) -> None:
         pass
 
 
-def preamble(modules: list[str]) -> str:
+def preamble(modules: list[str], pipe: str) -> str:
+    """The first cell of a fresh kernel: the course's imports, then the tripwire (see .tripwire), before any answer."""
     lines = ["import importlib as _gc_importlib", "import graphcourse.grading.observe as _gc_observe",
+             "import graphcourse.grading.tripwire as _gc_tripwire",
              f"for _gc_m in {modules!r}:",
              "    try:",
              "        _gc_importlib.import_module(_gc_m)",
@@ -243,20 +298,58 @@ def preamble(modules: list[str]) -> str:
              "except Exception:",
              "    pass",
              "_gc_observe._save_process_state()",
-             "del _gc_importlib, _gc_m, _gc_observe"]
+             f"_gc_tripwire.install({pipe!r})",
+             "del _gc_importlib, _gc_m, _gc_observe, _gc_tripwire"]
     return "\n".join(lines)
 
 
 BASELINE = "import graphcourse.grading.observe as _gc_observe\n_gc_observe._baseline()\ndel _gc_observe"
 
 
-def header(check: str, seed: int) -> str:
-    return (f"from graphcourse.grading.observe import _begin as _gc_begin\n_gc_begin({check!r}, {int(seed)})\n"
-            "del _gc_begin")
+def answer_cell(answer: str) -> str:
+    """The grader's cell just before the answer: the tripwire learns the file name the answer's code will carry."""
+    return (f"from graphcourse.grading.tripwire import answer_cell as _gc_answer_cell\n_gc_answer_cell({answer!r})\n"
+            "del _gc_answer_cell")
+
+
+def header(check: str, seed: int, names: tuple = ()) -> str:
+    return (f"from graphcourse.grading.observe import _begin as _gc_begin\n"
+            f"_gc_begin({check!r}, {int(seed)}, {tuple(names)!r})\ndel _gc_begin")
+
+
+def bound_names(sources: list[str]) -> tuple:
+    """Every name the check cells bind anywhere (assignments, loop targets, imports, defs): the answer's code must not
+    rebind or refill them while a check runs (see observe._check_bindings)."""
+    import ast
+
+    names: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+    return tuple(sorted(names))
 
 
 def footer(key: str) -> str:
     return f"from graphcourse.grading.observe import _end as _gc_end\n_gc_end({key!r})\ndel _gc_end"
+
+
+def _tripped(records: list[dict]) -> list[str]:
+    """The tripwire's records as review flags ("tampering: what (where)"), in the order they were written."""
+    out = []
+    for rec in records:
+        if "flag" in rec:
+            where = str(rec.get("where") or "")[:80]
+            out.append(f"tampering: {str(rec['flag'])[:160]}" + (f" ({where})" if where else ""))
+    return list(dict.fromkeys(out))
 
 
 def verify(outputs: list, key: str, check: str) -> tuple[dict | None, dict, list[str], str]:
@@ -355,20 +448,31 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             except Exception as exc:
                 await session.close()
                 return f"the kernel did not start ({type(exc).__name__}: {str(exc)[:200]})"
-            steps.append(("preamble", preamble(modules)))
+            steps.append(("preamble", preamble(modules, str(kernel.tripwire_path))))
         steps += [("set-up", s) for s in ex.setup] + [("context", s) for s in ex.context] + [("baseline", BASELINE)]
         for what, source in steps:
             result = await kernel.run(source, limits.given)
             if result.kind != "ok":
                 return f"the course's {what} cell did not run ({result.kind} {result.ename}: {result.evalue[:200]})"
+            if what == "preamble":
+                with contextlib.suppress(OSError):
+                    kernel.tripwire_path.unlink()  # the kernel holds its end open; nothing else may open the pipe now
+                if not any(r.get("installed") for r in kernel.tripwire()):
+                    return "the grader's tripwire did not start in the kernel"
         if left() <= 0:
             return "budget"
+        told = await kernel.run(answer_cell(answer), limits.grader_cell)
+        if told.kind != "ok":
+            return f"the grader's cell before the answer did not run ({told.kind} {told.ename})"
         result = await kernel.run(answer, min(limits.for_answer(ex.id), left()))
         if run.answer is None or run.answer.kind == "ok":
             run.answer = result
+        answer_flags.extend(f"while the answer ran: {f}" for f in _tripped(kernel.tripwire()))
         return ""
 
     clean = reused = False
+    answer_flags: list[str] = []
+    check_names = bound_names([c.source for c in ex.checks])
     try:
         why = await fresh(reuse=True)
         if why and reused and why != "budget":
@@ -393,7 +497,7 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             if left() <= 0:
                 run.checks[check.id] = CheckRun(check.id, "budget")
                 continue
-            head = await kernel.run(header(check.id, seed), min(limits.grader_cell, left()))
+            head = await kernel.run(header(check.id, seed, check_names), min(limits.grader_cell, left()))
             if head.kind != "ok":
                 run.checks[check.id] = CheckRun(check.id, head.kind if head.kind in ("timeout", "dead") else "raised",
                                                 head.ename, head.evalue,
@@ -407,6 +511,7 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
                 continue
             key = secrets.token_hex(32)
             foot = await kernel.run(footer(key), min(limits.grader_cell, left()))
+            records = kernel.tripwire()
             if foot.kind in ("timeout", "dead"):
                 result.kind = foot.kind
                 result.problem = "the kernel stopped answering after this check (something the answer armed?)"
@@ -414,6 +519,13 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
                 result.problem = f"the grader's footer cell did not run ({foot.kind} {foot.ename}): the kernel was changed"
             else:
                 result.obs, result.hints, result.flags, result.problem = verify(foot.outputs, key, check.id)
+                marks = [r for r in records if "mark" in r]
+                if marks != [{"mark": check.id, "n": kernel.marks + 1}]:
+                    result.flags.append("the grader's footer did not run as written: its mark did not come through "
+                                        "the tripwire's pipe (the kernel's grading code was changed or the pipe cut)")
+                kernel.marks += len(marks)
+            if result.obs is not None:
+                result.flags = answer_flags + _tripped(records) + result.flags
             run.checks[check.id] = result
         clean = (reusable and not run.problem and run.restarts == 0 and run.answer is not None
                  and run.answer.kind in ("ok", "raised")

@@ -20,6 +20,7 @@ MODULES = {
     "runpy", "pkgutil", "zipimport", "sysconfig", "site", "IPython", "ipykernel", "jupyter_client", "jupyter_core",
     "nbformat", "nbclient", "zmq", "tornado", "graphcourse", "weakref", "urllib", "http", "requests", "pdb", "bdb",
     "trace", "dis", "ast", "tokenize", "select", "selectors", "pwd", "grp", "psutil", "sched", "webbrowser",
+    "unittest",
 }
 # graphcourse pieces an answer may use (the lessons' helpers), when an exercise asks for them
 ALLOWED_SUBMODULES = {"graphcourse.lessons.teaching", "graphcourse.gpulib.graphs"}
@@ -76,6 +77,7 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return list(dict.fromkeys(flags))  # it will not run either; the verdict says so
     assigned = _local_names(tree)
+    top_level = _top_level_names(tree)
 
     def add(node, what):
         flags.append(f"line {getattr(node, 'lineno', '?')}: {what}")
@@ -109,10 +111,11 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
                 if root is None or root not in assigned:
                     add(node, f"changes {_short(node)}, which the answer did not create "
                               "(patching the course's code or a module)")
-        elif isinstance(node, (ast.Global, ast.Nonlocal)) and isinstance(node, ast.Global):
-            for n in node.names:
-                if n not in assigned:
-                    add(node, f"declares global {n}")
+        elif isinstance(node, ast.Global):
+            for n in node.names:  # a cache the answer keeps at its top level is its own; any other global is not
+                if n not in top_level:
+                    add(node, f"declares global {n}, which the answer does not define at its top level (a name of "
+                              "the checks'?)")
         elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
             text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
             for p in PATHS:
@@ -165,6 +168,26 @@ def _root(node):
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _top_level_names(tree) -> set[str]:
+    """Names the answer binds in its own top-level statements (not inside its functions or classes)."""
+    names: set[str] = set()
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                names.add(child.id)
+            elif not isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
+    return names
 
 
 def _local_names(tree) -> set[str]:

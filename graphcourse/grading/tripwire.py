@@ -1,0 +1,477 @@
+"""The grader's tripwire in a learner's kernel: what an answer does to the grading machinery leaves the kernel at once.
+
+A learner's answer runs in the same Python process as the check cells that call it, so in principle it can reach
+anything the checks use. The grader therefore does not trust anything the kernel says about itself after the answer
+ran; it trusts what left the kernel *before* the answer could act. The grader's preamble installs this module in
+every graded kernel before any learner code runs (never in a learner's own notebook):
+
+1. **A channel out.** A pipe (a FIFO in the kernel's socket folder) whose reading end is the grader's, outside the
+   sandbox. Every record below is written to it at once, with ``os.write``; once written, nothing in the kernel can
+   take it back. After each check the footer writes a *mark* (the check's id and its number) through the same pipe:
+   a check whose mark does not arrive is held for review (the footer did not run as written, or the pipe was cut).
+2. **An audit hook** (PEP 578: once added, it cannot be removed). For code of a cell (an answer, or code it
+   compiled), it records what no answer needs: reading the interpreter's frames (``sys._getframe``, ``inspect``,
+   ``traceback``), a function's ``__code__``, tracing and profiling, hunting objects through ``gc``, building code
+   objects, ``exec``/``compile``/``eval`` called by the cell, ``ctypes``, starting processes or sending signals,
+   another audit hook. It also records the refusals below (``graphcourse.tamper``) and the toy's
+   (``toygraph.tamper``). Whether code is "of a cell" is decided by walking out from the code that acted: frames of
+   the standard library are passed through; the first other frame decides: installed packages (IPython, torch, ...)
+   and the course's own packages are trusted, anything else (a cell's file, ``<string>`` code a cell compiled) is not.
+3. **Seals.** The course's modules (``toygraph``, ``graphcourse``) and ``builtins`` refuse attribute writes from a
+   cell's code (``mock.patch`` of ``observe``, ``builtins.print = ...``); IPython's input and AST transformer lists,
+   its event callbacks, the kernel's message handlers, and the shell's, kernel's and transformer manager's methods
+   refuse changes from a cell's code. A refusal raises in the answer (which then usually fails its check) and is
+   recorded through the channel, so the exercise is held for review with the reason.
+
+What it does not do: an answer that works at the level of file descriptors (``os.dup2`` over the channel's pipe,
+then writing forged marks into it) is not stopped here; it needs ``os`` and names the static review flags. See
+docs/grading.md, "What the grader guarantees".
+
+Standard library only: this module is imported by every graded kernel.
+"""
+
+from __future__ import annotations
+
+import json as _json
+import os as _os
+import sys as _sys
+import sysconfig as _sysconfig
+import threading as _threading
+import types as _types
+
+_getframe = _sys._getframe
+_write, _fstat = _os.write, _os.fstat
+_dumps = _json.dumps
+_ModuleType = _types.ModuleType
+_str, _type, _len, _isinstance, _getattr, _id = str, type, len, isinstance, getattr, id
+
+MAX_RECORDS = 200  # distinct records written per kernel; more add nothing an instructor needs
+
+# events a cell's own code never needs; value: how the record describes it
+_WATCHED = {
+    "sys._getframe": "read the interpreter's frames (sys._getframe, inspect, traceback)",
+    "sys._current_frames": "read every thread's frames (sys._current_frames)",
+    "sys.settrace": "set a trace function (sys.settrace)",
+    "sys.setprofile": "set a profile function (sys.setprofile)",
+    "sys.addaudithook": "added an audit hook",
+    "gc.get_objects": "hunted objects through the garbage collector (gc.get_objects)",
+    "gc.get_referrers": "hunted objects through the garbage collector (gc.get_referrers)",
+    "gc.get_referents": "hunted objects through the garbage collector (gc.get_referents)",
+    "code.__new__": "built or changed a code object",
+    "marshal.loads": "loaded code from bytes (marshal)",
+    "exec": "ran code with exec()",
+    "compile": "compiled code with compile(), eval() or exec()",
+    "os.system": "started a process (os.system)",
+    "subprocess.Popen": "started a process (subprocess)",
+    "os.exec": "replaced the process (os.exec*)",
+    "os.posix_spawn": "started a process (os.posix_spawn)",
+    "os.spawn": "started a process (os.spawn*)",
+    "os.fork": "forked the process",
+    "os.forkpty": "forked the process",
+    "os.kill": "sent a signal (os.kill)",
+    "os.killpg": "sent a signal (os.killpg)",
+    "signal.pthread_kill": "sent a signal to a thread",
+}
+_DIRECT_ONLY = {"exec", "compile", "sys._getframe", "object.__getattr__", "marshal.loads"}  # standard-library helpers use these for honest callers
+_FRAME_READERS = ("inspect", "traceback")  # ... except these modules, whose purpose is reading frames
+_RESTRICTED_GETATTR = "read a function's or frame's internals ({name})"
+_RESTRICTED_NAMES = {"__code__", "__globals__", "__closure__", "f_back", "f_globals", "f_locals", "f_code", "tb_frame",
+                     "gi_frame", "cr_frame", "ag_frame", "f_trace"}
+_SETATTR_NAMES = {"__class__", "__code__", "__bases__"}
+
+
+class _Channel:
+    """Where records go: a file descriptor opened on the grader's pipe, and what was sent already."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        self.ident: tuple | None = None
+        self.sent: set = set()
+        self.count = 0
+        self.marks = 0
+        self.busy = _threading.local()
+
+
+_channel = _Channel()
+_trusted_dirs: tuple = ()
+_stdlib_dirs: tuple = ()
+
+
+def _kind(filename: str) -> str:
+    """'stdlib' (passed through), 'trusted' (installed packages, the course) or 'cell' (anything else)."""
+    if filename.startswith(_trusted_dirs) or "/site-packages/" in filename or "/dist-packages/" in filename:
+        return "trusted"
+    if filename.startswith(("<frozen ", "<string>")) or filename.startswith(_stdlib_dirs):
+        return "stdlib"
+    return "cell"
+
+
+_IPYTHON = ("/IPython/", "/ipykernel/", "/traitlets/")  # IPython's own API, called for a cell, acts for the cell
+
+
+def culprit(frame, direct: bool = False, readers: tuple = (), through: tuple = ()):
+    """The frame of a cell that is behind what `frame` does, or None when trusted code is.
+
+    Walks out from frame through the standard library; direct=True: only frame itself counts (standard-library
+    helpers such as namedtuple use exec and sys._getframe for an honest caller), except through the modules named
+    in readers; through: path fragments of installed packages whose frames are passed through too (IPython's
+    ``events.register`` called by a cell acts for the cell; called by matplotlib, for matplotlib)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if through and any(part in filename for part in through):
+            frame = frame.f_back
+            continue
+        kind = _kind(filename)
+        if kind == "cell":
+            return frame
+        if kind == "trusted":
+            return None
+        if direct:
+            module = frame.f_globals.get("__name__") if _isinstance(frame.f_globals, dict) else None
+            if module not in readers:
+                return None  # a standard-library helper working for its caller (namedtuple's exec, dataclass's)
+        frame = frame.f_back
+    return None
+
+
+def _where(frame) -> str:
+    if frame is None:
+        return ""
+    code = frame.f_code
+    name = "the cell" if code.co_name == "<module>" else f"{code.co_name}()"
+    return f"{name}, line {frame.f_lineno}"
+
+
+def _send(record: dict) -> None:
+    """Write one record to the grader's pipe; raise (aborting what is being done) if the pipe is gone."""
+    fd = _channel.fd
+    if fd is None:
+        return
+    try:
+        ident = _fstat(fd)
+        if (ident.st_dev, ident.st_ino) != _channel.ident:
+            raise OSError("the tripwire's pipe was replaced")
+        _write(fd, (_dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n").encode())
+    except BlockingIOError:
+        pass  # the grader has not read yet; what is in the pipe already holds this kernel for review
+    except OSError as exc:
+        raise RuntimeError(f"the grader's tripwire channel is broken ({exc}); this kernel is held for review") from None
+
+
+def record(what: str, frame=None) -> None:
+    """Record that code of a cell did `what` (once per what and place)."""
+    where = _where(frame)
+    key = (what, where, frame.f_code.co_filename if frame is not None else "")
+    if key in _channel.sent or _channel.count >= MAX_RECORDS:
+        return
+    _channel.sent.add(key)
+    _channel.count += 1
+    _send({"flag": what, "where": where})
+
+
+def _hook(event: str, args: tuple) -> None:
+    busy = _channel.busy
+    if _getattr(busy, "on", False):
+        return
+    described = _WATCHED.get(event)
+    tamper = event in ("graphcourse.tamper", "toygraph.tamper")
+    if described is None and not tamper:
+        if event.startswith("ctypes."):
+            described = f"used ctypes ({event})"
+        elif event == "object.__getattr__" and _len(args) > 1 and args[1] in _RESTRICTED_NAMES:
+            described = _RESTRICTED_GETATTR.format(name=args[1] if _len(args) > 1 else "?")
+        elif event in ("object.__setattr__", "object.__delattr__") and _len(args) > 1 and args[1] in _SETATTR_NAMES:
+            described = f"changed an object's {args[1]}"
+        else:
+            return
+    busy.on = True
+    try:
+        frame = _getframe(1)
+        if tamper:
+            what = f"changed what the {'toy' if event.startswith('toygraph') else 'grader'} keeps: {args[0] if args else '?'}"
+            found = frame
+            while found is not None and _kind(found.f_code.co_filename) != "cell":
+                found = found.f_back
+            record(what, found)
+            return
+        found = culprit(frame, direct=event in _DIRECT_ONLY,
+                        readers=_FRAME_READERS if event in ("sys._getframe", "object.__getattr__") else ())
+        if found is not None:
+            record(described, found)
+    finally:
+        busy.on = False
+
+
+def refuse(what: str, frame=None) -> None:
+    """A seal's refusal: recorded through the channel (with the cell behind it), then raised in the answer."""
+    _sys.audit("graphcourse.tamper", what)
+    raise AttributeError(f"{what}: the grader's machinery is sealed while grading; an answer must not change it "
+                         "(this answer is held for an instructor's review)")
+
+
+def _untrusted_caller(skip: int = 2, through: tuple = ()):
+    return culprit(_getframe(skip), through=through)
+
+
+class SealedModule(_ModuleType):
+    """A module whose attributes code of a cell cannot set or delete (importing a submodule still works)."""
+
+    def __setattr__(self, name, value):
+        if _untrusted_caller() is not None and not (
+                _isinstance(value, _ModuleType) and _sys.modules.get(f"{self.__name__}.{name}") is value):
+            refuse(f"{self.__name__}.{name} set")
+        _ModuleType.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if _untrusted_caller() is not None:
+            refuse(f"{self.__name__}.{name} deleted")
+        _ModuleType.__delattr__(self, name)
+
+
+class SealedType(type):
+    """A metaclass: the class's methods cannot be replaced by a cell's code (``type(obj).method = ...``)."""
+
+    def __setattr__(cls, name, value):
+        if _untrusted_caller() is not None:
+            refuse(f"{cls.__name__}.{name} replaced")
+        type.__setattr__(cls, name, value)
+
+    def __delattr__(cls, name):
+        if _untrusted_caller() is not None:
+            refuse(f"{cls.__name__}.{name} deleted")
+        type.__delattr__(cls, name)
+
+
+class _SealedList(list):
+    """A list (IPython's transformers and event callbacks) that only trusted code changes."""
+
+    __slots__ = ()
+
+    def _guard(self):
+        if culprit(_getframe(2), through=_IPYTHON) is not None:
+            refuse("a list of IPython's (transformers, event callbacks) changed")
+
+    def append(self, item):
+        self._guard()
+        list.append(self, item)
+
+    def extend(self, items):
+        self._guard()
+        list.extend(self, items)
+
+    def insert(self, i, item):
+        self._guard()
+        list.insert(self, i, item)
+
+    def remove(self, item):
+        self._guard()
+        list.remove(self, item)
+
+    def pop(self, i=-1):
+        self._guard()
+        return list.pop(self, i)
+
+    def clear(self):
+        self._guard()
+        list.clear(self)
+
+    def __setitem__(self, i, v):
+        self._guard()
+        list.__setitem__(self, i, v)
+
+    def __delitem__(self, i):
+        self._guard()
+        list.__delitem__(self, i)
+
+    def __iadd__(self, items):
+        self._guard()
+        return list.__iadd__(self, items)
+
+
+class SealedDict(dict):
+    """A dict (IPython's event callbacks, the kernel's message handlers, a check's observations) that only trusted
+    code changes."""
+
+    __slots__ = ()
+
+    def _guard(self):
+        if culprit(_getframe(2), through=_IPYTHON) is not None:
+            refuse("a table of the grader's, IPython's or the kernel's changed")
+
+    def __setitem__(self, k, v):
+        self._guard()
+        dict.__setitem__(self, k, v)
+
+    def __delitem__(self, k):
+        self._guard()
+        dict.__delitem__(self, k)
+
+    def update(self, *a, **kw):
+        self._guard()
+        dict.update(self, *a, **kw)
+
+    def setdefault(self, k, d=None):
+        if k not in self:
+            self._guard()
+        return dict.setdefault(self, k, d)
+
+    def pop(self, *a):
+        self._guard()
+        return dict.pop(self, *a)
+
+    def popitem(self):
+        self._guard()
+        return dict.popitem(self)
+
+    def clear(self):
+        self._guard()
+        dict.clear(self)
+
+
+def seal_instance(obj, names: set) -> None:
+    """Give obj a class of its own whose __setattr__/__delattr__ refuse, from a cell's code, the given names."""
+    base = _type(obj)
+
+    def __setattr__(self, name, value, _base=base):
+        if name in names and _untrusted_caller(through=_IPYTHON) is not None:
+            refuse(f"{_base.__name__}.{name} replaced")
+        _base.__setattr__(self, name, value)
+
+    def __delattr__(self, name, _base=base):
+        if name in names and _untrusted_caller(through=_IPYTHON) is not None:
+            refuse(f"{_base.__name__}.{name} deleted")
+        _base.__delattr__(self, name)
+
+    sealed = _type(base.__name__, (base,), {"__setattr__": __setattr__, "__delattr__": __delattr__,
+                                           "__module__": base.__module__})
+    try:
+        obj.__class__ = sealed
+    except TypeError:
+        pass
+
+
+_SHELL_NAMES = {"run_cell", "run_cell_async", "run_ast_nodes", "run_code", "transform_cell", "transform_ast",
+                "showtraceback", "_showtraceback", "set_custom_exc", "ex", "ev", "reset", "run_line_magic",
+                "run_cell_magic", "input_transformers_cleanup", "input_transformers_post", "ast_transformers",
+                "input_transformer_manager", "events", "compile", "display_pub", "displayhook", "custom_exceptions",
+                "should_run_async", "user_ns", "user_global_ns", "kernel", "history_manager"}
+_KERNEL_NAMES = {"do_execute", "execute_request", "shell_handlers", "control_handlers", "dispatch_shell",
+                 "process_one", "session", "iopub_socket", "shell"}
+_MANAGER_NAMES = {"transform_cell", "cleanup_transforms", "line_transforms", "token_transformers", "do_token_transforms",
+                  "do_one_token_transform", "check_complete"}
+_SESSION_NAMES = {"send", "serialize", "sign", "auth", "key"}
+
+
+def _seal_ipython() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    for name in ("input_transformers_cleanup", "input_transformers_post", "ast_transformers"):
+        current = _getattr(shell, name, None)
+        if _type(current) is list:
+            try:
+                setattr(shell, name, _SealedList(current))
+            except (AttributeError, TypeError):  # a property over the transformer manager's list: sealed there
+                pass
+    manager = _getattr(shell, "input_transformer_manager", None)
+    if manager is not None:
+        for name in ("cleanup_transforms", "line_transforms", "token_transformers"):
+            current = _getattr(manager, name, None)
+            if _type(current) is list:
+                setattr(manager, name, _SealedList(current))
+        seal_instance(manager, _MANAGER_NAMES)
+    events = _getattr(shell, "events", None)
+    callbacks = _getattr(events, "callbacks", None)
+    if _type(callbacks) is dict:
+        sealed = SealedDict({k: _SealedList(v) if _type(v) is list else v for k, v in callbacks.items()})
+        setattr(events, "callbacks", sealed)
+        seal_instance(events, {"callbacks", "register", "unregister", "trigger"})
+    kernel = _getattr(shell, "kernel", None)
+    if kernel is not None:
+        for name in ("shell_handlers", "control_handlers"):
+            current = _getattr(kernel, name, None)
+            if _type(current) is dict:
+                setattr(kernel, name, SealedDict(current))
+        session = _getattr(kernel, "session", None)
+        if session is not None:
+            seal_instance(session, _SESSION_NAMES)
+        seal_instance(kernel, _KERNEL_NAMES)
+    pub = _getattr(shell, "display_pub", None)
+    if pub is not None:
+        seal_instance(pub, {"publish", "session", "pub_socket", "_flush_streams"})
+    seal_instance(shell, _SHELL_NAMES)
+
+
+def _seal_modules() -> None:
+    import builtins
+
+    for name, module in list(_sys.modules.items()):
+        if module is None or _type(module) is not _ModuleType:
+            continue
+        if name == "toygraph" or name.startswith(("toygraph.", "graphcourse")) or module is builtins:
+            try:
+                module.__class__ = SealedModule
+            except TypeError:
+                pass
+
+
+def install(pipe: str) -> None:
+    """Open the grader's pipe, add the audit hook, seal: called once, by the grader's preamble, before any answer."""
+    global _trusted_dirs, _stdlib_dirs
+    if _channel.fd is not None:
+        return
+    paths = _sysconfig.get_paths()
+    _stdlib_dirs = tuple({_os.path.abspath(p) + _os.sep for p in (paths.get("stdlib"), paths.get("platstdlib")) if p})
+    trusted = {_os.path.abspath(p) + _os.sep for p in (paths.get("purelib"), paths.get("platlib")) if p}
+    for name in ("toygraph", "graphcourse"):
+        module = _sys.modules.get(name)
+        path = _getattr(module, "__file__", None)
+        if path:
+            trusted.add(_os.path.dirname(_os.path.abspath(path)) + _os.sep)
+    _trusted_dirs = tuple(trusted)
+    fd = _os.open(pipe, _os.O_WRONLY | _os.O_NONBLOCK | _os.O_CLOEXEC)
+    st = _fstat(fd)
+    _channel.ident = (st.st_dev, st.st_ino)
+    _channel.fd = fd
+    _sys.addaudithook(_hook)
+    _seal_ipython()
+    _seal_modules()
+    _send({"installed": True})
+
+
+def mark(check: str) -> None:
+    """The footer's mark: this check's observations are being signed by the grader's own code."""
+    _channel.marks += 1
+    _send({"mark": _str(check), "n": _channel.marks})
+
+
+_answer_files: set = set()
+
+
+def answer_cell(source: str) -> None:
+    """Before the answer runs: remember the file name IPython will compile it under (its code is the learner's)."""
+    try:
+        from IPython import get_ipython
+
+        name = get_ipython().compile.get_code_name(source, source, 0)
+    except Exception:
+        return
+    if _isinstance(name, _str):
+        _answer_files.add(name)
+
+
+def from_answer(frame) -> bool:
+    """Whether the answer's code is anywhere on the stack from frame out."""
+    while frame is not None:
+        if frame.f_code.co_filename in _answer_files:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def installed() -> bool:
+    return _channel.fd is not None

@@ -1,0 +1,183 @@
+"""The grader's tripwire in a real kernel: tampering is refused or recorded out of the kernel's reach; honest code is not.
+
+One IPython kernel (unconfined: the tripwire does not need the sandbox) runs the grader's preamble with a pipe of
+this test's; each case runs a cell as an answer would and reads what came through the pipe. The whole grader is
+tried against hostile notebooks in tests/test_adversarial.py; this file pins down each seal and each record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from graphcourse.grading.runner import RESET, answer_cell, preamble
+
+jupyter_client = pytest.importorskip("jupyter_client")
+
+
+class Kernel:
+    def __init__(self, tmp_path):
+        self.pipe = tmp_path / "tripwire"
+        os.mkfifo(self.pipe, 0o600)
+        self.reader = os.open(self.pipe, os.O_RDONLY | os.O_NONBLOCK)
+        self.km, self.client = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+
+    def run(self, code: str) -> tuple[str, str | None]:
+        """(stdout, 'ExceptionName: message' or None)."""
+        out, error = [], None
+        msg_id = self.client.execute(code)
+        while True:
+            msg = self.client.get_iopub_msg(timeout=120)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream" and content["name"] == "stdout":
+                out.append(content["text"])
+            elif kind == "error":
+                error = f"{content['ename']}: {content['evalue']}"
+            elif kind == "status" and content["execution_state"] == "idle":
+                return "".join(out), error
+
+    def records(self) -> list[dict]:
+        data = b""
+        while True:
+            try:
+                chunk = os.read(self.reader, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return [json.loads(line) for line in data.decode().splitlines() if line]
+
+    def close(self):
+        self.client.stop_channels()
+        self.km.shutdown_kernel(now=True)
+        os.close(self.reader)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    k = Kernel(tmp_path_factory.mktemp("tripwire"))
+    _, error = k.run(preamble(["toygraph", "graphcourse.grading.observe"], str(k.pipe)))
+    assert error is None, error
+    assert k.records() == [{"installed": True}]
+    yield k
+    k.close()
+
+
+def _flags(records):
+    return [r["flag"] for r in records if "flag" in r]
+
+
+HONEST = {
+    "namedtuple and dataclass": "from collections import namedtuple\nfrom dataclasses import dataclass\n"
+                                "P = namedtuple('P', 'x y')\n@dataclass\nclass Q:\n    a: int = 1\nprint(P(1, 2), Q())",
+    "a toy graph, replayed": "import toygraph\ng = toygraph.ToyGraph(name='g')\ng.record(lambda x: [v * 2 for v in x])\n"
+                             "print(g.replay([1, 2]).tolist(), g.replays)",
+    "functools and a decorator": "import functools\ndef deco(f):\n    @functools.wraps(f)\n    def w(*a):\n"
+                                 "        return f(*a)\n    return w\n@deco\ndef h(x):\n    return x + 1\nprint(h(1))",
+    "an exception with a traceback": "def bad():\n    raise ValueError('no')\ntry:\n    bad()\nexcept ValueError as e:\n"
+                                     "    print(type(e).__name__)",
+    "a new attribute on a toy object": "import toygraph\ng = toygraph.ToyGraph()\ng.note = 'mine'\nprint(g.note)",
+    "the learner's own class, patched": "class Mine:\n    pass\nMine.x = 1\nsetattr(Mine, 'y', 2)\nprint(Mine.x + Mine.y)",
+    "observe outside a check": "from graphcourse.grading.observe import observe\nobserve('k', 1)\nprint('ok')",
+}
+
+
+@pytest.mark.parametrize("name", HONEST)
+def test_honest_code_is_neither_refused_nor_recorded(kernel, name):
+    out, error = kernel.run(HONEST[name])
+    assert error is None, error
+    assert _flags(kernel.records()) == [], name
+
+
+ATTACKS = {  # name: (code, the flag's text must contain this, the cell must raise)
+    "the toy's replay count written": ("import toygraph\ng = toygraph.ToyGraph()\ng.replays += 5", "ToyGraph.replays",
+                                       True),
+    "a device's sync count written": ("import toygraph\nd = toygraph.ToyDevice()\nd.sync_count = 1",
+                                      "ToyDevice.sync_count", True),
+    "a timeline's events cleared": ("import toygraph\nd = toygraph.ToyDevice()\nd.clock.timeline.events.clear()",
+                                    "timeline's events", True),
+    "a toy method replaced with mock": ("from unittest import mock\nimport toygraph\n"
+                                        "mock.patch.object(toygraph.ToyGraph, 'replay', lambda *a: None).start()",
+                                        "ToyGraph.replay", True),
+    "observe's function patched with mock": ("from unittest import mock\n"
+                                             "mock.patch('graphcourse.grading.observe.plain', lambda v: 1).start()",
+                                             "graphcourse.grading.observe.plain", True),
+    "an observe method replaced through type()": ("from graphcourse.grading.observe import observe\n"
+                                                  "type(observe)._put = lambda *a: None", "_Observe._put", True),
+    "the hidden inputs re-seeded": ("from graphcourse.grading.observe import inputs\ninputs.rng.seed(0)", "re-seeded",
+                                    True),
+    "the hidden inputs' generator replaced": ("from graphcourse.grading.observe import inputs\nimport random\n"
+                                              "inputs.rng = random.Random(0)", "_Inputs.rng", True),
+    "an input transformer appended": ("get_ipython().input_transformers_post.append(lambda lines: lines)",
+                                      "IPython", True),
+    "a cleanup transformer appended": ("get_ipython().input_transformers_cleanup.append(lambda lines: lines)",
+                                       "IPython", True),
+    "an AST transformer appended": ("import ast\nget_ipython().ast_transformers.append(ast.NodeTransformer())",
+                                    "IPython", True),
+    "a pre_run_cell callback registered": ("get_ipython().events.register('pre_run_cell', lambda *a: None)",
+                                           "IPython", True),
+    "run_cell wrapped on the shell": ("ip = get_ipython()\nip.run_cell = lambda *a, **k: None", "run_cell", True),
+    "the shell's transformer manager replaced": ("get_ipython().input_transformer_manager = None",
+                                                 "input_transformer_manager", True),
+    "a kernel message handler replaced": ("get_ipython().kernel.shell_handlers['execute_request'] = print",
+                                          "table", True),
+    "a builtin replaced": ("import builtins\nbuiltins.len = lambda x: 0", "builtins.len", True),
+    "frames read with sys._getframe": ("import sys\nsys._getframe(0).f_back", "frames", False),
+    "frames read with inspect": ("import inspect\ninspect.stack()", "frame", False),
+    "a trace function": ("import sys\nsys.settrace(None)", "trace", False),
+    "objects hunted with gc": ("import gc\ngc.get_objects()[:1]", "garbage collector", False),
+    "code run with exec": ("exec('x = 1')", "exec", False),
+    "a function's code read": ("def f():\n    pass\nf.__code__", "__code__", False),
+    "a process started": ("import subprocess\nsubprocess.run(['true'])", "process", False),
+}
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_tampering_is_refused_or_recorded_through_the_pipe(kernel, name):
+    code, text, raises = ATTACKS[name]
+    _, error = kernel.run(code)
+    flags = _flags(kernel.records())
+    assert any(text in f for f in flags), (name, flags, error)
+    if raises:
+        assert error is not None and ("sealed while grading" in error or "Only toygraph changes it" in error), error
+    kernel.run(RESET)  # what an answer left does not reach the next case (the grader would start a fresh kernel)
+    kernel.records()
+
+
+def test_observations_made_by_the_answers_code_during_a_check_are_refused(kernel):
+    answer = "def answer():\n    from graphcourse.grading.observe import observe\n    observe('replays', 3)\n    return 1"
+    kernel.run(answer_cell(answer))
+    kernel.run(answer)
+    kernel.run("from graphcourse.grading.observe import _begin\n_begin('c1', 1)")
+    out, error = kernel.run("from graphcourse.grading.observe import observe, _state\n"
+                            "observe.call('answer', answer)\nprint(sorted(_state.obs), _state.obs['answer'])")
+    assert error is None, error
+    assert "['answer'] {'raised': 'AttributeError'}" in out  # the forged 'replays' never reached the observations
+    assert any("answer's own code" in f for f in _flags(kernel.records()))
+
+
+def test_the_footer_marks_each_check_through_the_pipe(kernel):
+    kernel.run("from graphcourse.grading.observe import _begin, _end\n_begin('c2', 1)")
+    kernel.run("from graphcourse.grading.observe import observe\nobserve('x', 1)")
+    _, error = kernel.run("from graphcourse.grading.observe import _end\n_end('00' * 32)")
+    assert error is None, error
+    marks = [r for r in kernel.records() if "mark" in r]
+    assert len(marks) == 1 and marks[0]["mark"] == "c2" and marks[0]["n"] >= 1
+
+
+def test_an_answer_that_rebinds_the_checks_names_while_a_check_runs_earns_nothing_there(kernel):
+    answer = ("class _Counted:\n    replays = 3\n\ndef answer():\n    global _g\n    _g = _Counted()\n    return 1")
+    kernel.run(answer_cell(answer))
+    kernel.run(answer)
+    kernel.run("from graphcourse.grading.observe import _begin\n_begin('c3', 1, ('_g', 'observe'))")
+    out, error = kernel.run("from graphcourse.grading.observe import observe, _state\nimport toygraph\n"
+                            "_g = toygraph.ToyGraph()\nobserve.call('answer', answer)\nobserve('replays', _g.replays)\n"
+                            "print(_state.obs['answer'], _state.obs['replays'])")
+    assert error is None, error
+    assert out.count("the answer changed the check's own variables") == 2, out
+    assert any("_g" in f and "changed by the answer" in f for f in _flags(kernel.records()))

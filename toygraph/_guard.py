@@ -1,0 +1,152 @@
+"""The toy's own records stay the toy's: a graph counts its replays, a device its syncs, a clock its timeline.
+
+A CUDA graph's replay count or a GPU's syncs are not numbers a program can set; on the toy they are Python
+attributes, so without this module any code could write ``g.replays = 3`` or ``dev.sync_count = 1`` and make the
+toy report work that never happened. Here such a write from outside toygraph raises ``AttributeError`` with the
+reason, and so does replacing a method of a toy class (``ToyGraph.replay = ...``) or editing a timeline's events.
+
+How a write is judged: walking out from the code that writes, frames of the standard library are passed through
+(``setattr``, ``unittest.mock``, ``dataclasses`` and the ``<string>`` code it generates); the first other frame decides. If it is toygraph's own code, the
+write goes ahead; otherwise it is refused. A refusal also raises the audit event ``toygraph.tamper``
+(:func:`sys.audit`), which a grader's audit hook can record. New attributes a program adds to a toy object (a
+subclass's own fields) are allowed: only what the toy itself keeps is guarded.
+
+A simplification the real thing does not need: CUDA keeps these records on the device and in the driver, out of
+the program's reach; the toy keeps them in Python objects and guards the doors it can see. Code that reaches
+around the doors (``object.__setattr__``, an object's ``__dict__``, ``vars()``) is not stopped here; a grader's
+static review flags those names.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB = tuple({os.path.abspath(p) + os.sep for p in (sysconfig.get_paths().get("stdlib"),
+                                                          sysconfig.get_paths().get("platstdlib")) if p})
+_getframe = sys._getframe
+_audit = sys.audit
+
+
+def _from_toygraph(skip: int = 2) -> bool:
+    """Whether the code doing the write (skip frames out from here, then through the standard library) is toygraph's."""
+    frame = _getframe(skip)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(_HERE):
+            return True
+        if name.startswith(("<frozen ", "<string>")) or (name.startswith(_STDLIB) and "site-packages" not in name):
+            frame = frame.f_back
+            continue
+        return False
+    return True  # nothing but the interpreter's own start-up below
+
+
+def _refuse(what: str, why: str) -> None:
+    _audit("toygraph.tamper", what)
+    raise AttributeError(f"{what}: {why} Only toygraph changes it (a graph counts its own replays, a device its "
+                         "own syncs, a clock its own timeline); read it, don't write it.")
+
+
+class SealedType(type):
+    """The metaclass of the toy's classes: their methods and properties cannot be replaced from outside toygraph."""
+
+    def __setattr__(cls, name, value):
+        if not _from_toygraph():
+            _refuse(f"{cls.__name__}.{name}", "this is a method or property of the toy itself.")
+        type.__setattr__(cls, name, value)
+
+    def __delattr__(cls, name):
+        if not _from_toygraph():
+            _refuse(f"{cls.__name__}.{name}", "this is a method or property of the toy itself.")
+        type.__delattr__(cls, name)
+
+
+class Guarded(metaclass=SealedType):
+    """A toy object whose attributes (those the toy set, and those of its class) only toygraph writes."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        if not _from_toygraph() and _owned(self, name):
+            _refuse(f"{type(self).__name__}.{name}", "this is the toy's own record.")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if not _from_toygraph() and _owned(self, name):
+            _refuse(f"{type(self).__name__}.{name}", "this is the toy's own record.")
+        object.__delattr__(self, name)
+
+
+def _owned(obj, name: str) -> bool:
+    """name is something the toy keeps: set by toygraph on the object, or defined by one of toygraph's classes."""
+    own = getattr(obj, "__dict__", None)
+    if isinstance(own, dict) and name in own:
+        return True
+    for klass in type(obj).__mro__:
+        if name in vars(klass) and getattr(klass, "__module__", "").startswith("toygraph"):
+            return True
+    return False
+
+
+class Record(list):
+    """A list only toygraph appends to (a timeline's events): reading, iterating and copying work as for a list."""
+
+    __slots__ = ()
+
+    def _guard(self, how: str) -> None:
+        if not _from_toygraph(3):
+            _refuse(f"the timeline's events ({how})", "this is the toy's own record.")
+
+    def append(self, item):
+        self._guard("append")
+        list.append(self, item)
+
+    def extend(self, items):
+        self._guard("extend")
+        list.extend(self, items)
+
+    def insert(self, index, item):
+        self._guard("insert")
+        list.insert(self, index, item)
+
+    def pop(self, index=-1):
+        self._guard("pop")
+        return list.pop(self, index)
+
+    def remove(self, item):
+        self._guard("remove")
+        list.remove(self, item)
+
+    def clear(self):
+        self._guard("clear")
+        list.clear(self)
+
+    def sort(self, *args, **kwargs):
+        self._guard("sort")
+        list.sort(self, *args, **kwargs)
+
+    def reverse(self):
+        self._guard("reverse")
+        list.reverse(self)
+
+    def __setitem__(self, index, value):
+        self._guard("item assignment")
+        list.__setitem__(self, index, value)
+
+    def __delitem__(self, index):
+        self._guard("item deletion")
+        list.__delitem__(self, index)
+
+    def __iadd__(self, items):
+        self._guard("+=")
+        return list.__iadd__(self, items)
+
+    def __imul__(self, n):
+        self._guard("*=")
+        return list.__imul__(self, n)
+
+    def __reduce_ex__(self, protocol):  # a copy or a pickle is a plain list: the guard guards the toy's own
+        return (list, (list(self),))
