@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from graphcourse.grading.runner import RESET, answer_cell, preamble
+from graphcourse.grading.runner import RESET, _sent_observations, answer_cell, preamble
 
 jupyter_client = pytest.importorskip("jupyter_client")
 
@@ -181,3 +181,17 @@ def test_an_answer_that_rebinds_the_checks_names_while_a_check_runs_earns_nothin
     assert error is None, error
     assert out.count("the answer changed the check's own variables") == 2, out
     assert any("_g" in f and "changed by the answer" in f for f in _flags(kernel.records()))
+
+
+def test_each_observation_leaves_the_kernel_as_the_check_records_it(kernel):
+    """What counts is the copy in the pipe: an edit of the kernel's own table afterwards changes nothing the grader
+    reads (the grader flags the difference with the footer's signed payload)."""
+    kernel.run("from graphcourse.grading.observe import _begin\n_begin('c4', 1)")
+    kernel.run("from graphcourse.grading.observe import observe\nobserve('x', [1, 2], hint='h')")
+    _, error = kernel.run("from graphcourse.grading.observe import _state\ndict.__setitem__(_state.obs, 'x', "
+                          "{'value': 'forged'})\nprint(_state.obs['x'])")
+    assert error is None, error
+    sent = [r for r in kernel.records() if "obs" in r]
+    assert sent == [{"obs": "x", "check": "c4", "record": {"value": [1, 2]}, "hint": "h"}]
+    obs, hints = _sent_observations(sent + [{"obs": "x", "check": "other", "record": {"value": 0}}], "c4")
+    assert obs == {"x": {"value": [1, 2]}} and hints == {"x": "h"}

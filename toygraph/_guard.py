@@ -41,7 +41,7 @@ def _from_toygraph(skip: int = 2) -> bool:
             frame = frame.f_back
             continue
         return False
-    return True  # nothing but the interpreter's own start-up below
+    return False  # no toygraph frame at all: a thread whose target is a built-in (setattr) is not the toy
 
 
 def _refuse(what: str, why: str) -> None:

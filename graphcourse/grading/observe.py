@@ -112,12 +112,12 @@ class _Guarded(metaclass=_tripwire.SealedType):
     """While grading (the tripwire installed), only the grader's own code sets these objects' attributes."""
 
     def __setattr__(self, name, value):
-        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1)) is not None:
+        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1), strict=True) is not None:
             _tripwire.refuse(f"graphcourse.grading.observe: {_type(self).__name__}.{name} set")
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
-        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1)) is not None:
+        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1), strict=True) is not None:
             _tripwire.refuse(f"graphcourse.grading.observe: {_type(self).__name__}.{name} deleted")
         object.__delattr__(self, name)
 
@@ -142,12 +142,12 @@ class _Rng(_random.Random, metaclass=_tripwire.SealedType):
     random.Random later changes nothing here; while grading only the grader's code re-seeds it."""
 
     def seed(self, *args, **kwargs):
-        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1)) is not None:
+        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1), strict=True) is not None:
             _tripwire.refuse("the hidden inputs' generator re-seeded")
         return _random.Random.seed(self, *args, **kwargs)
 
     def setstate(self, state):
-        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1)) is not None:
+        if _tripwire.installed() and _tripwire.culprit(_sys._getframe(1), strict=True) is not None:
             _tripwire.refuse("the hidden inputs' generator's state set")
         return _random.Random.setstate(self, state)
 
@@ -229,6 +229,8 @@ class _Observe(_Guarded):
         _state.obs[key] = record
         if hint is not None:
             _state.hints[key] = _str(hint)
+        if _state.check is not None and _tripwire.installed():  # the grader's copy leaves the kernel now
+            _tripwire.observed(_state.check, key, record, None if hint is None else _str(hint))
         if _state.check is None:  # a learner's notebook: keep them for a self-check
             _state.recorded.setdefault(_state.label, {})[key] = record
 
@@ -251,6 +253,8 @@ observe = _Observe()
 
 
 _MISSING = object()
+_get_ident = _threading.get_ident
+_MAIN_THREAD = _get_ident()  # this module is imported by the grader's preamble, on the main thread
 
 
 def _bindings(space) -> dict:
@@ -283,6 +287,8 @@ def _check_bindings(space, before) -> None:
 def _from_check_code() -> bool:
     """Whether the code recording an observation is the grader's (a check cell, or helpers the check cells defined):
     no frame of the learner's answer is on the stack (an answer's function that calls observe is)."""
+    if _get_ident() != _MAIN_THREAD:  # checks run on the kernel's main thread; a thread is the answer's
+        return False
     return not _tripwire.from_answer(_sys._getframe(3))  # <- _put <- observe() or observe.call() <- the caller
 
 

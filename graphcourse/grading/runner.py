@@ -37,6 +37,7 @@ from .sandbox import Sandbox
 MAX_STREAM = 4000  # characters of printed output kept per cell (the rest is dropped as it arrives)
 MAX_OUTPUTS = 50
 MAX_PAYLOAD = 2_000_000
+TRIPWIRE_BUFFER = 64 * 1024 * 1024  # what the grader keeps of one kernel's tripwire records between two reads
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -135,6 +136,7 @@ class Kernel:
         self.tripwire_fd: int | None = None
         self.marks = 0  # footers whose mark the grader has read
         self._pending = b""
+        self._overflow = False
 
     @property
     def tripwire_path(self) -> Path:
@@ -149,32 +151,38 @@ class Kernel:
         if self.sandbox.confinement.confined:
             os.chown(path, self.sandbox.uid, self.sandbox.uid)
         self.tripwire_fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        asyncio.get_running_loop().add_reader(self.tripwire_fd, self._read_tripwire)
+
+    def _read_tripwire(self) -> None:
+        """Move what the pipe holds into the grader's buffer (called by the event loop whenever it is readable, so a
+        kernel writing a large observation never waits on a full pipe)."""
+        if self.tripwire_fd is None:
+            return
+        while True:
+            try:
+                chunk = os.read(self.tripwire_fd, 1 << 20)
+            except (BlockingIOError, OSError):
+                return
+            if not chunk:
+                return
+            if len(self._pending) + len(chunk) > TRIPWIRE_BUFFER:
+                self._overflow = True  # the tripwire writes far less than this for any honest check
+                continue
+            self._pending += chunk
 
     def tripwire(self) -> list[dict]:
         """Every record the kernel's tripwire wrote since the last call (never blocks)."""
-        if self.tripwire_fd is None:
-            return []
-        chunks = [self._pending]
-        while True:
-            try:
-                chunk = os.read(self.tripwire_fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if sum(map(len, chunks)) > 4 * 1024 * 1024:  # the tripwire writes at most a few hundred short lines
-                break
-        data = b"".join(chunks)
-        lines = data.split(b"\n")
-        self._pending = lines.pop()[:65536]
+        self._read_tripwire()
+        lines = self._pending.split(b"\n")
+        self._pending = lines.pop()
         out = []
+        if self._overflow:
+            self._overflow = False
+            out.append({"flag": "the kernel wrote more into the tripwire's pipe than the grader keeps"})
         for line in lines:
             try:
                 rec = json.loads(line.decode("utf-8", "replace"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 rec = {"flag": "the tripwire's pipe carried something the tripwire does not write"}
             if isinstance(rec, dict):
                 out.append(rec)
@@ -260,6 +268,8 @@ class Kernel:
             with contextlib.suppress(Exception):
                 await km._async_cleanup_resources()
         if self.tripwire_fd is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self.tripwire_fd)
             with contextlib.suppress(OSError):
                 os.close(self.tripwire_fd)
             self.tripwire_fd = None
@@ -340,6 +350,19 @@ def bound_names(sources: list[str]) -> tuple:
 
 def footer(key: str) -> str:
     return f"from graphcourse.grading.observe import _end as _gc_end\n_gc_end({key!r})\ndel _gc_end"
+
+
+def _sent_observations(records: list[dict], check: str) -> tuple[dict, dict]:
+    """(observations, hints) of one check as its tripwire sent them, the last record of a key winning (as in observe)."""
+    obs: dict = {}
+    hints: dict = {}
+    for rec in records:
+        if "obs" in rec and rec.get("check") == check and isinstance(rec.get("obs"), str) \
+                and isinstance(rec.get("record"), dict):
+            obs[rec["obs"]] = rec["record"]
+            if isinstance(rec.get("hint"), str):
+                hints[rec["obs"]] = rec["hint"]
+    return obs, hints
 
 
 def _tripped(records: list[dict]) -> list[str]:
@@ -519,6 +542,12 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
                 result.problem = f"the grader's footer cell did not run ({foot.kind} {foot.ename}): the kernel was changed"
             else:
                 result.obs, result.hints, result.flags, result.problem = verify(foot.outputs, key, check.id)
+                if result.obs is not None:  # what counts is what left the kernel as the check recorded it
+                    sent, sent_hints = _sent_observations(records, check.id)
+                    if sent != result.obs:
+                        result.flags.append("the observations the footer signed differ from those the check recorded "
+                                            "as it ran (changed inside the kernel); the recorded ones count")
+                    result.obs, result.hints = sent, sent_hints
                 marks = [r for r in records if "mark" in r]
                 if marks != [{"mark": check.id, "n": kernel.marks + 1}]:
                     result.flags.append("the grader's footer did not run as written: its mark did not come through "
