@@ -41,9 +41,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import grp
 import hashlib
 import json
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -695,6 +697,28 @@ def test_learner_copy_adds_only_what_is_missing_and_never_the_answers(tmp_path):
     (bob / "cuda-graphs-course").write_text("a file where the copy goes")
     with pytest.raises(ch.HubSetupError, match="not a folder: rename it"):
         ch.make_learner_copy(bob)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("groupdel") is None,
+                    reason="creates Unix users: needs root, useradd and groupdel (CI has them)")
+def test_remove_users_leaves_no_account_and_no_group_behind(tmp_path):
+    ch = _coursehub()
+    group, names = "cgt-rm-test", ["cgtrma", "cgtrmb"]
+    try:
+        ch.add_users(names, group=group, homes=tmp_path / "homes", sheet=tmp_path / "sheet.csv")
+        assert set(ch.learners(group)) == set(names)
+        ch.remove_users(names[:1], group=group)
+        grp.getgrnam(group)  # one learner is left: the group stays
+        ch.remove_users(names[1:], group=group, delete_homes=True)
+        with pytest.raises(KeyError):
+            grp.getgrnam(group)
+        for name in names:
+            with pytest.raises(KeyError):
+                pwd.getpwnam(name)
+    finally:
+        for name in names:
+            subprocess.run(["userdel", name], capture_output=True)
+        subprocess.run(["groupdel", group], capture_output=True)
 
 
 def test_add_users_refuses_unusable_names(tmp_path):

@@ -25,6 +25,8 @@ so that ``make hub`` and tests can set them:
     COURSE_HUB_IP, COURSE_HUB_PORT    where the class connects (default 0.0.0.0:8000)
     COURSE_HUB_ADMINS     comma-separated instructor accounts with JupyterHub admin rights
     COURSE_HUB_SSL_CERT, COURSE_HUB_SSL_KEY   serve HTTPS (recommended on a shared network)
+    COURSE_HUB_HUB_PORT, COURSE_HUB_PROXY_API_PORT   the hub's and the proxy's API ports on 127.0.0.1
+                          (default JupyterHub's 8081 and 8001; change them beside another JupyterHub)
 """
 
 from __future__ import annotations
@@ -310,6 +312,13 @@ def remove_users(names: list[str], group: str | None = None, delete_homes: bool 
         if delete_homes:
             shutil.rmtree(home, ignore_errors=True)
         print(f"{name}: removed" + (f", {home} deleted" if delete_homes else f" ({home} kept)"))
+    try:
+        grp.getgrnam(group)
+    except KeyError:
+        return
+    if not _members(group):  # the last learner is gone: the group add-users made goes too
+        subprocess.run(["groupdel", group], check=False)
+        print(f"group {group}: removed (no learner left in it)")
 
 
 def main(argv: list[str] | None = None) -> int:
