@@ -730,3 +730,17 @@ def test_add_users_refuses_unusable_names(tmp_path):
     with pytest.raises(ch.HubSetupError, match="not a usable user name: 'Ada', '../x'"):
         ch.add_users(["Ada", "../x", "ok"], group="cgt-never-made", homes=tmp_path)
     assert not any(tmp_path.iterdir())  # nothing created before the names were checked
+
+
+def test_the_learners_jupyterlab_never_asks_about_news(tmp_path):
+    """JupyterLab asks for news consent unless fetchNews is decided: the class server's Jupyter config points
+    JupyterLab at the course's settings overrides, which decide it (as `make lab` does)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    here = REPO / "classroom" / "hub" / "jupyter-config"
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(here)).load_config()
+    settings = Path(config.LabApp.app_settings_dir)
+    assert settings == REPO / "graphcourse" / "lab_settings"
+    overrides = json.loads((settings / "overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
+    assert json.loads((here / "jupyter_server_config.json").read_text())["LabApp"]["news_url"] is None
