@@ -103,7 +103,8 @@ def test_stub_keeps_the_marker_indentation_and_drops_the_answer(indent, hint, bo
 
 
 def _tiny(source: str, heading: str = "## ex01_demo: demo (1 point)") -> nbformat.NotebookNode:
-    return new_notebook(cells=[new_code_cell("x = 1"), new_markdown_cell(heading), new_code_cell(source), new_code_cell("assert y == 2")])
+    return new_notebook(cells=[new_code_cell("x = 1"), new_markdown_cell(heading), new_code_cell(source),
+                               new_code_cell("from graphcourse.grading.observe import observe\nobserve('y', y)")])
 
 
 @pytest.mark.parametrize("source, words", [
@@ -187,6 +188,21 @@ def test_bad_check_metadata_is_refused_with_the_cell(meta, words):
     nb.cells[3].metadata["graphcourse"]["check"].update(meta)
     with pytest.raises(be.ExerciseSourceError, match=words):
         be.exercise_notebook(nb, "demo.ipynb")
+
+
+def test_a_check_worth_points_that_never_observes_is_refused_by_the_builder_and_the_grader(tmp_path):
+    nb = _protocol_nb()
+    nb.cells[3].source = "assert f() == 2  # decides inside the kernel, records nothing"
+    with pytest.raises(be.ExerciseSourceError, match="never calls observe"):
+        be.exercise_notebook(nb, "demo.ipynb")
+    from graphcourse.grading.assignment import load_assignment
+
+    (tmp_path / "06_demo.ipynb").write_text(be.dumps(nb))
+    with pytest.raises(be.ExerciseSourceError, match="never calls observe"):
+        load_assignment(tmp_path / "06_demo.ipynb")
+    nb.cells[3].metadata["graphcourse"]["check"]["points"] = 0  # a check worth nothing may just show something
+    nb.cells[1].source = "## ex01_demo: demo (1 point)"
+    be.exercise_notebook(nb, "demo.ipynb")
 
 
 def test_a_heading_whose_points_are_not_the_checks_sum_is_refused():

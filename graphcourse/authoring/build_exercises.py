@@ -82,7 +82,7 @@ import nbformat
 
 from ..core.exercise_format import (  # noqa: F401 (the builder's names for the format, which the grader reads too)
     BEGIN, END, ExerciseSourceError, Exercise, Layout, _where, check_meta, check_points_rule, find_regions,
-    layout_of, solution_paths, stub_source,
+    layout_of, require_observation, solution_paths, stub_source,
 )
 from ..core.paths import EXERCISES_DIR, ROOT, SOLUTIONS_DIR
 from ..errors import GraphCourseError
@@ -140,7 +140,11 @@ def validate_checks(nb: nbformat.NotebookNode, name: str) -> None:
     """Refuse check metadata the grader would refuse (bad points, unknown keys, a heading's points not the sum)."""
     layout = layout_of(nb, name)
     for ex in layout.exercises:
-        total = sum(check_meta(nb.cells[i].metadata, _where(name, i))["points"] for i in ex.checks)
+        total = 0
+        for i in ex.checks:
+            points = check_meta(nb.cells[i].metadata, _where(name, i))["points"]
+            require_observation(nb.cells[i].source, points, _where(name, i))
+            total += points
         check_points_rule(nb, name, ex, total)
 
 

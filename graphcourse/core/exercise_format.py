@@ -169,6 +169,28 @@ def solution_paths(solutions_dir: Path) -> list[Path]:
     return sorted(p for p in Path(solutions_dir).glob("*.ipynb") if not p.name.startswith("."))
 
 
+def require_observation(source: str, points: int, where: str) -> None:
+    """A check worth points must record what it sees: refuse one whose own source never calls observe(...) or
+    observe.call(...) (it could not tell one answer from another, and the grader would only find out when grading)."""
+    if not points:
+        return
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ExerciseSourceError(f"{where}: the check does not parse ({exc.msg}, line {exc.lineno})") from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == "observe") or (
+                    isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "observe"):
+                return
+    raise ExerciseSourceError(f"{where}: this check is worth {points} point(s) but never calls observe(...) or "
+                              "observe.call(...), so it cannot tell answers apart. Record what it sees with observe "
+                              "(see graphcourse/grading/observe.py), or give it 0 points.")
+
+
 def check_meta(meta: dict, where: str) -> dict:
     """The author's `metadata.graphcourse.check` of a check cell, validated (defaults filled in)."""
     g = meta.get("graphcourse") if isinstance(meta.get("graphcourse"), dict) else {}

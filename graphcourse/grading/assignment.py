@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 
 from ..core.exercise_format import (ExerciseSourceError, check_meta, check_points_rule, layout_of,
-                                   solution_paths, stub_source)
+                                   require_observation, solution_paths, stub_source)
 from ..errors import GraphCourseError
 from .notebooks import defined_names
 
@@ -89,6 +89,7 @@ def load_assignment(path: Path) -> Assignment:
         for k, i in enumerate(ex.checks, 1):
             where = f"{name}, cell {i + 1} ({ex.id} check {k})"
             meta = check_meta(nb.cells[i].metadata, where)
+            require_observation(nb.cells[i].source, meta["points"], where)
             cname = meta["name"] or f"check-{k}"
             if cname in seen:
                 raise ExerciseSourceError(f"{where}: two checks of {ex.id} are named {cname!r}")
