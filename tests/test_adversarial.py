@@ -50,6 +50,10 @@ FLAGGED = {  # attacks that touch the grading machinery: the grader lists them a
     # held by the tripwire (graphcourse/grading/tripwire.py) or the toy's guards, at run time:
     "forge_replay_count", "forge_sync_count", "observe_from_answer", "reseed_hidden_inputs", "patch_observe_mock",
     "transformer_forges_footer", "rebind_check_global",
+    # found by attacking the tripwire as a student would (a trap the footer springs, code named as a package's,
+    # records written straight into the pipe, a thread of library frames only, a stolen footer key):
+    "len_trap_forges_obs", "len_trap_forges_syncs", "doctest_trusted_code", "rawthread_pipe_forge",
+    "thread_rewrites_replays", "keytheft_resign",
 }  # (stealthy_solutions and mock_any pass the static scan: confinement and plain data must stop them)
 
 
@@ -323,7 +327,8 @@ def test_a_grader_stopped_mid_run_leaves_a_valid_report_and_nothing_running(cour
 
 
 CLEARED = ["forge_replay_count", "forge_sync_count", "observe_from_answer", "reseed_hidden_inputs",
-           "patch_observe_mock", "transformer_forges_footer", "rebind_check_global",
+           "patch_observe_mock", "transformer_forges_footer", "rebind_check_global", "len_trap_forges_obs",
+           "rawthread_pipe_forge", "thread_rewrites_replays",
            "read_solutions", "proc_classmate", "input_transformer", "ast_transformer", "wrap_run_cell",
            "fake_skiptest", "rebind_assertion", "shadow_builtins", "patch_toygraph", "always_equal", "sys_modules",
            "forge_output", "steal_secret", "settrace_checks", "gc_hunt", "lookup_table", "base_exceptions"]

@@ -84,6 +84,11 @@ HONEST = {
     "a new attribute on a toy object": "import toygraph\ng = toygraph.ToyGraph()\ng.note = 'mine'\nprint(g.note)",
     "the learner's own class, patched": "class Mine:\n    pass\nMine.x = 1\nsetattr(Mine, 'y', 2)\nprint(Mine.x + Mine.y)",
     "observe outside a check": "from graphcourse.grading.observe import observe\nobserve('k', 1)\nprint('ok')",
+    "typing.NamedTuple": "from typing import NamedTuple\nclass Fit(NamedTuple):\n    size: int\nprint(min([Fit(4), Fit(2)]))",
+    "cProfile around a function": "import cProfile\ndef f(x):\n    return x + 1\ncProfile.Profile().runcall(f, 1)",
+    "a deep copy of a toy buffer": "import copy, toygraph\ng = toygraph.ToyGraph()\ng.record(lambda x: [v + 1 for v in x])\n"
+                                   "print(copy.deepcopy(g.replay([1])).tolist())",
+    "the display hook's last value": "1 + 1\nprint(_)",
 }
 
 
@@ -100,7 +105,7 @@ ATTACKS = {  # name: (code, the flag's text must contain this, the cell must rai
     "a device's sync count written": ("import toygraph\nd = toygraph.ToyDevice()\nd.sync_count = 1",
                                       "ToyDevice.sync_count", True),
     "a timeline's events cleared": ("import toygraph\nd = toygraph.ToyDevice()\nd.clock.timeline.events.clear()",
-                                    "timeline's events", True),
+                                    "list the toy keeps", True),
     "a toy method replaced with mock": ("from unittest import mock\nimport toygraph\n"
                                         "mock.patch.object(toygraph.ToyGraph, 'replay', lambda *a: None).start()",
                                         "ToyGraph.replay", True),
@@ -134,6 +139,13 @@ ATTACKS = {  # name: (code, the flag's text must contain this, the cell must rai
     "code run with exec": ("exec('x = 1')", "exec", False),
     "a function's code read": ("def f():\n    pass\nf.__code__", "__code__", False),
     "a process started": ("import subprocess\nsubprocess.run(['true'])", "process", False),
+    "code named as an installed package's": ("compile('x = 1', '/usr/lib/python3/dist-packages/x.py', 'exec')",
+                                             "compile", False),
+    "doctest running hidden code": ("import doctest\nt = doctest.DocTest([doctest.Example('y = 2\\n', '')], {}, "
+                                    "'/site-packages/x', None, 0, None)\ndoctest.DocTestRunner().run(t, out=lambda s: None)",
+                                    "compile", False),
+    "an observation sent straight to the pipe": ("import graphcourse.grading.tripwire as t\n"
+                                                 "t.observed('c', 'k', {'value': 1}, None)", "something other", True),
 }
 
 

@@ -92,13 +92,15 @@ def _owned(obj, name: str) -> bool:
 
 
 class Record(list):
-    """A list only toygraph appends to (a timeline's events): reading, iterating and copying work as for a list."""
+    """A list only toygraph changes (a timeline's events, a graph's nodes, a device's graph pools): reading,
+    iterating and copying work as for a list."""
 
     __slots__ = ()
 
     def _guard(self, how: str) -> None:
         if not _from_toygraph(3):
-            _refuse(f"the timeline's events ({how})", "this is the toy's own record.")
+            _refuse(f"a list the toy keeps ({how})", "this is the toy's own record (a timeline's events, a graph's "
+                    "nodes, a device's graph pools).")
 
     def append(self, item):
         self._guard("append")

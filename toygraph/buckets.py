@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+from ._guard import Guarded
 from .capture import ToyGraph, launch
 from .errors import InvalidArgumentError
 from .memory import Buffer, ToyDevice, _check_values, default_device
@@ -114,7 +115,7 @@ def padding_report(batch_sizes: Iterable[int], buckets: Sequence[int]) -> Paddin
     return PaddingReport(useful, padded, eager, graphed, useful_graphed)
 
 
-class BucketedGraphs:
+class BucketedGraphs(Guarded):
     """One ToyGraph per bucket size: run() pads a batch to the smallest bucket that fits, replays it and unpads."""
 
     def __init__(self, kernels: Sequence[Callable], buckets: Iterable[int] = (1, 2, 4, 8), *,

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
-from ._guard import Guarded
+from ._guard import Guarded, Record
 from .errors import CaptureError, GraphStateError, InvalidArgumentError, ShapeMismatchError
 from .freeze import Frozen, freeze
 from .memory import Buffer, MemoryPool, ToyDevice, _check_values, _kernel_running, default_device
@@ -156,7 +156,7 @@ class ToyGraph(Guarded):
         self.device = device or default_device()
         self.name = name
         self.pool = MemoryPool(f"graph:{name}")
-        self.nodes: list[Node] = []
+        self.nodes: list[Node] = Record()  # only the toy adds nodes (see _guard)
         self.state = "recording"  # -> "capturing" -> "captured", or "invalidated"
         self.static_input: Buffer | None = None
         self.static_output: Buffer | None = None

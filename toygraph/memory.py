@@ -60,7 +60,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from ._guard import Guarded
+from ._guard import Guarded, Record
 from .errors import CaptureError, InvalidArgumentError, OutOfMemoryError, ShapeMismatchError
 from .timeline import Clock, CostModel, Timeline
 
@@ -458,7 +458,7 @@ class ToyDevice(_DeviceObject):
         self.capacity_bytes = capacity_bytes
         self.clock = Clock(cost)
         self.eager_pool = MemoryPool("eager")
-        self.graph_pools: list[MemoryPool] = []
+        self.graph_pools: list[MemoryPool] = Record()  # only the toy adds pools (see _guard)
         self.sync_count = 0
         self.capturing: "ToyGraph | None" = None
         self._next_address = 0x7F0000000000

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ._guard import Guarded
 from .capture import ToyGraph, graph, launch
 from .conditional import ConditionalNode, while_node
 from .errors import InvalidArgumentError
@@ -37,7 +38,7 @@ def _put(ring: list, token: list, count: list) -> list:
     return out
 
 
-class DecodeLoop:
+class DecodeLoop(Guarded):
     """K decode steps captured in one graph: `run(first_token)` replays once and reads the tokens once."""
 
     def __init__(self, step: Callable[[list], list], steps: int, *, eos: int | None = None,

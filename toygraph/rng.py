@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 
+from ._guard import Guarded
 from .capture import ToyGraph, launch
 from .errors import CaptureError, InvalidArgumentError
 from .memory import Buffer, ToyDevice, default_device
@@ -39,7 +40,7 @@ def random_values(seed: int, offset: int, n: int) -> list[float]:
     return [random.Random(f"{seed}:{offset + i}").random() for i in range(n)]
 
 
-class ToyGenerator:
+class ToyGenerator(Guarded):
     """A seed, an offset into its stream, and the device memory a captured random kernel reads them from."""
 
     def __init__(self, device: ToyDevice | None = None, seed: int = 0, *, default: bool = True) -> None:

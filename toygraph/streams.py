@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from ._guard import Guarded
 from .capture import Node, ToyGraph, graph, launch
 from .errors import CaptureError, GraphStateError, InvalidArgumentError
 from .memory import Buffer, ToyDevice, default_device
@@ -56,7 +57,7 @@ class ToyEvent:
     node: Node | None
 
 
-class ToyStream:
+class ToyStream(Guarded):
     """One stream of a StreamGraph's capture: launch kernels on it, record events, wait on other streams."""
 
     def __init__(self, owner: "StreamGraph", name: str) -> None:
@@ -119,7 +120,7 @@ class ToyStream:
         return f"ToyStream({self.name!r})"
 
 
-class StreamGraph:
+class StreamGraph(Guarded):
     """A toy graph captured from several streams: a DAG whose independent branches overlap at replay."""
 
     def __init__(self, device: ToyDevice | None = None, *, name: str = "dag", main: str = "main") -> None:

@@ -94,7 +94,7 @@ class Timeline(Guarded):
     """Events of a CPU lane and a GPU lane, and when each step finished."""
 
     events: list[Event] = field(default_factory=Record)  # only the toy appends (see _guard)
-    step_end_us: list[float] = field(default_factory=list)
+    step_end_us: list[float] = field(default_factory=Record)
 
     @property
     def total_us(self) -> float:

@@ -250,6 +250,7 @@ class _Observe(_Guarded):
 
 
 observe = _Observe()
+_tripwire.register_recorder(_Observe._put.__code__)
 
 
 _MISSING = object()
@@ -323,24 +324,47 @@ def _ipython():
 _VOLATILE_BUILTINS = {"input", "raw_input", "getpass"}  # ipykernel swaps these for every request
 
 
+def _ids(value):
+    """The ids of a list's items, read with list's own iterator (a learner's list subclass runs none of its code)."""
+    try:
+        return [_id(x) for x in _list.__iter__(value)]
+    except TypeError:
+        return ["not a list", _id(value)]
+
+
+def _exact_len(value):
+    """len() of a list or tuple, never of anything else (a learner's object with __len__ would run its code here)."""
+    return _len(value) if _type(value) in (_list, _tuple) else ("not a list", _id(value))
+
+
+try:
+    from _thread import _count as _thread_count  # every thread, those started with _thread too
+except ImportError:  # pragma: no cover
+    def _thread_count():
+        return 0
+
+
 def _snapshot() -> dict:
     """What learner code should not change: IPython's input and AST transformers, hooks, builtins, tracing, threads."""
     shell = _ipython()
     snap: dict = {}
     if shell is not None:
         for name in ("input_transformers_cleanup", "input_transformers_post", "ast_transformers"):
-            snap[name] = [_id(x) for x in (_getattr(shell, name, None) or [])]
+            snap[name] = _ids(_getattr(shell, name, None))
         tm = _getattr(shell, "input_transformer_manager", None)
         if tm is not None:
-            snap["transformer_manager"] = [_id(x) for x in (_getattr(tm, "cleanup_transforms", []) or [])] + [
-                _id(x) for x in (_getattr(tm, "line_transforms", []) or [])] + [_id(x) for x in (_getattr(tm, "token_transformers", []) or [])]
+            snap["transformer_manager"] = [_ids(_getattr(tm, n, None)) for n in
+                                           ("cleanup_transforms", "line_transforms", "token_transformers")]
         for name in ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback",
                      "set_custom_exc", "transform_cell", "ex", "ev", "reset", "run_line_magic", "run_cell_magic"):
             snap[f"shell.{name}"] = _id(_getattr(_type(shell), name, None)), name in _vars(shell)
         events = _getattr(shell, "events", None)
         callbacks = _getattr(events, "callbacks", {}) if events is not None else {}
-        snap["events"] = {k: [_id(f) for f in v] for k, v in _dict.items(callbacks)}
-        snap["custom_exceptions"] = _repr(_getattr(shell, "custom_exceptions", ()))
+        snap["events"] = ({k: _ids(v) for k, v in _dict.items(callbacks)} if _isinstance(callbacks, _dict)
+                          else ("not a dict", _id(callbacks)))
+        custom = _getattr(shell, "custom_exceptions", ())
+        snap["custom_exceptions"] = _repr(custom) if _type(custom) is _tuple and all(
+            _type(c) is type for c in custom) else f"not a tuple of classes: {_id(custom)}"
         kernel = _getattr(shell, "kernel", None)
         if kernel is not None:
             handlers = _getattr(kernel, "shell_handlers", {}) or {}
@@ -348,9 +372,10 @@ def _snapshot() -> dict:
     snap["builtins"] = {k: _id(v) for k, v in _vars(_builtins_module).items() if k not in _VOLATILE_BUILTINS and (
         not k.startswith("_") or k in ("__import__", "__build_class__"))}
     snap["trace"] = (_id(_sys.gettrace()), _id(_sys.getprofile()))
-    snap["hooks"] = (_id(_sys.displayhook), _len(_sys.meta_path), _len(_sys.path_hooks),
-                     _len(_getattr(_sys, "audit_hooks", ()) or ()))
+    snap["hooks"] = (_id(_sys.displayhook), _exact_len(_sys.meta_path), _exact_len(_sys.path_hooks),
+                     _id(_sys.excepthook), _id(_getattr(_sys, "audit_hooks", None)))
     snap["threads"] = _len(_threading.enumerate())
+    snap["raw threads"] = _thread_count()
     snap["warnings"] = (_id(_getattr(_warnings, "showwarning", None)), _id(_getattr(_warnings, "warn", None)),
                         _id(_getattr(_warnings, "formatwarning", None)), _id(_getattr(_warnings, "warn_explicit", None)))
     course = {}

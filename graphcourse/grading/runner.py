@@ -61,6 +61,7 @@ class CheckRun:
     flags: list = field(default_factory=list)
     problem: str = ""  # why the observations were refused
     seconds: float = 0.0
+    obs_counts: dict = field(default_factory=dict)  # how often each key came through the tripwire's pipe
 
 
 @dataclass
@@ -365,6 +366,16 @@ def _sent_observations(records: list[dict], check: str) -> tuple[dict, dict]:
     return obs, hints
 
 
+def _observation_counts(records: list[dict], check: str) -> dict:
+    """How many times each key of one check came through the pipe (a check records a key as often as the model's
+    run of it does; more is someone else writing into the pipe)."""
+    counts: dict = {}
+    for rec in records:
+        if "obs" in rec and rec.get("check") == check and isinstance(rec.get("obs"), str):
+            counts[rec["obs"]] = counts.get(rec["obs"], 0) + 1
+    return counts
+
+
 def _tripped(records: list[dict]) -> list[str]:
     """The tripwire's records as review flags ("tampering: what (where)"), in the order they were written."""
     out = []
@@ -526,15 +537,19 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
                                                 head.ename, head.evalue,
                                                 problem="the grader's header cell did not run: the kernel was changed")
                 continue
+            early = kernel.tripwire()  # what came through the pipe during the header: flags only
             body = await kernel.run(check.source, min(limits.for_check(check.id), left()))
             result = CheckRun(check.id, "ran" if body.kind == "ok" else body.kind, body.ename, body.evalue,
                               seconds=body.seconds)
             if body.kind in ("timeout", "dead"):
                 run.checks[check.id] = result
                 continue
+            during = kernel.tripwire()  # the check's observations: only what came while the check cell ran counts
             key = secrets.token_hex(32)
             foot = await kernel.run(footer(key), min(limits.grader_cell, left()))
-            records = kernel.tripwire()
+            after = kernel.tripwire()
+            records = early + during + after
+            late = [r for r in early + after if "obs" in r]
             if foot.kind in ("timeout", "dead"):
                 result.kind = foot.kind
                 result.problem = "the kernel stopped answering after this check (something the answer armed?)"
@@ -543,12 +558,16 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             else:
                 result.obs, result.hints, result.flags, result.problem = verify(foot.outputs, key, check.id)
                 if result.obs is not None:  # what counts is what left the kernel as the check recorded it
-                    sent, sent_hints = _sent_observations(records, check.id)
+                    sent, sent_hints = _sent_observations(during, check.id)
+                    result.obs_counts = _observation_counts(during, check.id)
+                    if late:
+                        result.flags.append(f"{len(late)} observation(s) came through the tripwire's pipe while no "
+                                            "check cell ran (sent by something the answer armed); they do not count")
                     if sent != result.obs:
                         result.flags.append("the observations the footer signed differ from those the check recorded "
                                             "as it ran (changed inside the kernel); the recorded ones count")
                     result.obs, result.hints = sent, sent_hints
-                marks = [r for r in records if "mark" in r]
+                marks = [r for r in early + during + after if "mark" in r]
                 if marks != [{"mark": check.id, "n": kernel.marks + 1}]:
                     result.flags.append("the grader's footer did not run as written: its mark did not come through "
                                         "the tripwire's pipe (the kernel's grading code was changed or the pipe cut)")

@@ -20,7 +20,15 @@ MODULES = {
     "runpy", "pkgutil", "zipimport", "sysconfig", "site", "IPython", "ipykernel", "jupyter_client", "jupyter_core",
     "nbformat", "nbclient", "zmq", "tornado", "graphcourse", "weakref", "urllib", "http", "requests", "pdb", "bdb",
     "trace", "dis", "ast", "tokenize", "select", "selectors", "pwd", "grp", "psutil", "sched", "webbrowser",
-    "unittest",
+    "unittest", "doctest", "timeit", "_thread", "_posixsubprocess", "_weakref", "_weakrefset", "copyreg",
+}
+# a module an answer did not import, reached as another module's attribute (logging.sys, logging.os): flagged too
+MODULE_ATTRS = {
+    "sys", "os", "posix", "subprocess", "signal", "ctypes", "_ctypes", "gc", "inspect", "importlib", "builtins",
+    "threading", "_thread", "multiprocessing", "socket", "linecache", "traceback", "marshal", "pickle", "weakref",
+    "pdb", "bdb", "doctest", "runpy", "mmap", "resource", "fcntl", "pty", "atexit", "faulthandler", "shutil",
+    "tempfile", "_io", "io", "IPython", "ipykernel", "zmq", "tornado", "graphcourse", "tripwire", "observe",
+    "operator", "functools", "copyreg", "types", "codeop", "dis", "timeit",
 }
 # graphcourse pieces an answer may use (the lessons' helpers), when an exercise asks for them
 ALLOWED_SUBMODULES = {"graphcourse.lessons.teaching", "graphcourse.gpulib.graphs"}
@@ -28,6 +36,8 @@ NAMES = {
     "eval": "evaluates a string as code", "exec": "executes a string as code", "compile": "compiles a string as code",
     "__import__": "imports by name at run time", "globals": "reaches the kernel's global namespace",
     "locals": "reads a frame's local names", "vars": "reads an object's namespace",
+    "attrgetter": "reads attributes by name", "methodcaller": "calls methods by name",
+    "update_wrapper": "copies attributes by name (setattr in disguise)",
     "get_ipython": "reaches IPython, which runs the checks", "__builtins__": "reaches the builtins",
     "breakpoint": "starts a debugger", "open": "opens files (answers need none)", "setattr": "sets attributes by name",
     "delattr": "deletes attributes by name", "getattr": "reads attributes by name", "exit": "ends the kernel",
@@ -44,6 +54,9 @@ ATTRS = {
     "__subclasses__", "__bases__", "__mro__", "__dict__", "__class__", "__builtins__", "__import__",
     "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__", "__loader__", "__spec__",
     "__defaults__", "__kwdefaults__", "co_code", "replace", "_state", "_end", "_begin", "_baseline",
+    "attrgetter", "methodcaller", "update_wrapper", "_start_new_thread", "start_new_thread", "__setitem__",
+    "__delitem__", "__set__", "__get__", "__delete__", "__set_name__", "_channel", "_recorder", "cell_contents",
+    "__func__", "__self__", "__wrapped__", "__traceback__", "__context__", "__cause__", "f_lasti", "co_consts",
 }
 # `.replace` is str.replace too: only flagged on code objects (a name ending with co / code)
 PATHS = ("/proc", "/sys", "/dev", "/etc", "/work", "/root", "/home", "/tmp", "solutions", ".ipynb", "..")
@@ -104,6 +117,10 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
         elif isinstance(node, ast.Attribute):
             if node.attr in ATTRS and not (node.attr == "replace" and not _codeish(node.value)):
                 add(node, f"uses .{node.attr}")
+            elif node.attr in MODULE_ATTRS and isinstance(node.value, (ast.Name, ast.Attribute)) \
+                    and _root(node) not in assigned:
+                add(node, f"reaches the module {node.attr} through {_short(node.value)} (a module the answer did "
+                          "not import)")
             elif node.attr in NAMES and node.attr not in ("open",):
                 add(node, f"uses .{node.attr}")
             if isinstance(node.ctx, (ast.Store, ast.Del)):

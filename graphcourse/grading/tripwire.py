@@ -73,8 +73,12 @@ _WATCHED = {
     "os.killpg": "sent a signal (os.killpg)",
     "signal.pthread_kill": "sent a signal to a thread",
 }
-_DIRECT_ONLY = {"exec", "compile", "sys._getframe", "object.__getattr__", "marshal.loads"}  # standard-library helpers use these for honest callers
+_DIRECT_ONLY = {"exec", "compile", "sys._getframe", "object.__getattr__", "marshal.loads", "sys.settrace",
+                "sys.setprofile", "object.__setattr__", "object.__delattr__"}  # stdlib helpers use these honestly
 _FRAME_READERS = ("inspect", "traceback")  # ... except these modules, whose purpose is reading frames
+# ... and these, whose purpose is running code given as text (doctest's examples, timeit's statements)
+_CODE_RUNNERS = ("doctest", "code", "codeop", "runpy", "timeit", "pdb", "bdb", "trace", "profile", "cProfile",
+                 "pydoc")
 _RESTRICTED_GETATTR = "read a function's or frame's internals ({name})"
 _RESTRICTED_NAMES = {"__code__", "__globals__", "__closure__", "f_back", "f_globals", "f_locals", "f_code", "tb_frame",
                      "gi_frame", "cr_frame", "ag_frame", "f_trace"}
@@ -94,13 +98,17 @@ class _Channel:
 
 
 _channel = _Channel()
+_main_thread = _threading.main_thread()
 _trusted_dirs: tuple = ()
 _stdlib_dirs: tuple = ()
 
 
 def _kind(filename: str) -> str:
-    """'stdlib' (passed through), 'trusted' (installed packages, the course) or 'cell' (anything else)."""
-    if filename.startswith(_trusted_dirs) or "/site-packages/" in filename or "/dist-packages/" in filename:
+    """'stdlib' (passed through), 'trusted' (installed packages, the course) or 'cell' (anything else).
+
+    Trust goes by where a file is (an absolute path under an installed package's or the course's folder), never by
+    a word in its name: doctest names its examples ``<doctest NAME[0]>`` with a NAME its caller picks."""
+    if filename.startswith(_trusted_dirs):
         return "trusted"
     if filename.startswith(("<frozen ", "<string>")) or filename.startswith(_stdlib_dirs):
         return "stdlib"
@@ -137,6 +145,30 @@ def culprit(frame, direct: bool = False, readers: tuple = (), through: tuple = (
                 return None  # a standard-library helper working for its caller (namedtuple's exec, dataclass's)
         frame = frame.f_back
     return last if strict else None
+
+
+def _posing(frame) -> bool:
+    """Code compiled under a trusted file's name by someone other than the import system or trusted code."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib"):
+            return False
+        kind = _kind(name)
+        if kind == "trusted":
+            return False
+        if kind == "cell":
+            return True
+        frame = frame.f_back
+    return True
+
+
+def _outermost_cell(frame):
+    found = None
+    while frame is not None:
+        if _kind(frame.f_code.co_filename) == "cell":
+            found = frame
+        frame = frame.f_back
+    return found
 
 
 def _where(frame) -> str:
@@ -186,9 +218,22 @@ def _send_all(record: dict) -> None:
         raise RuntimeError(f"the grader's tripwire channel is broken ({exc}); this kernel is held for review") from None
 
 
+_recorder: list = []  # the code object of observe's _put, registered when observe is imported (before any answer)
+
+
+def register_recorder(code) -> None:
+    if not _recorder:
+        _recorder.append(code)
+
+
 def observed(check: str, key: str, record: dict, hint) -> None:
     """An observation, as the check records it: the grader's copy leaves the kernel at once, out of the answer's
-    reach (the footer's signed payload is only compared with these)."""
+    reach (the footer's signed payload is only compared with these). Only observe's own recorder may send one,
+    from the main thread, with no frame of the answer on the stack."""
+    caller = _getframe(1)
+    if not _recorder or caller.f_code is not _recorder[0] or _threading.current_thread() is not _main_thread \
+            or from_answer(caller):
+        refuse("an observation sent to the grader by something other than the check")
     line = {"obs": key, "check": check, "record": record}
     if hint is not None:
         line["hint"] = hint
@@ -237,10 +282,14 @@ def _hook(event: str, args: tuple) -> None:
                 found = found.f_back
             record(what, found)
             return
-        found = culprit(frame, direct=event in _DIRECT_ONLY,
-                        readers=_FRAME_READERS if event in ("sys._getframe", "object.__getattr__") else ())
+        readers = (_FRAME_READERS if event in ("sys._getframe", "object.__getattr__") else
+                   _CODE_RUNNERS if event in ("exec", "compile", "marshal.loads") else ())
+        found = culprit(frame, direct=event in _DIRECT_ONLY, readers=readers)
         if found is not None:
             record(described, found)
+        elif event in ("compile", "code.__new__") and _len(args) > 1 and _isinstance(args[1], _str) \
+                and args[1].startswith(_trusted_dirs) and _posing(frame):
+            record("compiled code under the file name of an installed package or of the course", _outermost_cell(frame))
     finally:
         busy.on = False
 
@@ -260,7 +309,7 @@ class SealedModule(_ModuleType):
     """A module whose attributes code of a cell cannot set or delete (importing a submodule still works)."""
 
     def __setattr__(self, name, value):
-        if _untrusted_caller() is not None and not (
+        if name != "_" and _untrusted_caller() is not None and not (  # builtins._: the display hook's last value
                 _isinstance(value, _ModuleType) and _sys.modules.get(f"{self.__name__}.{name}") is value):
             refuse(f"{self.__name__}.{name} set")
         _ModuleType.__setattr__(self, name, value)
@@ -456,6 +505,7 @@ def _seal_modules() -> None:
         if module is None or _type(module) is not _ModuleType:
             continue
         if name == "toygraph" or name.startswith(("toygraph.", "graphcourse")) or module is builtins:
+            # (never sys: importlib makes every new module with type(sys), which would make them all sealed)
             try:
                 module.__class__ = SealedModule
             except TypeError:

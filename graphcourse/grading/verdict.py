@@ -39,6 +39,8 @@ class _Unplain:
         self.name = name
 
     def __repr__(self) -> str:
+        if " " in self.name:  # the grader's own reason (too large, voided), not a type name
+            return f"<{self.name}>"
         return f"<a {self.name} object, not plain data>"
 
 
@@ -66,6 +68,8 @@ def _record_text(record: dict) -> str:
         return f"raised {record['raised']}"
     v = record.get("value")
     if isinstance(v, dict) and set(v) == {"unplain"}:
+        if " " in str(v["unplain"]):  # the grader's own reason: voided, or too large
+            return f"did not count ({v['unplain']})"
         return f"returned a {v['unplain']} object, not plain data (a list, number, str...)"
     return f"gave {short(v)}"
 
@@ -102,6 +106,15 @@ def _clip(text: str, n: int = 300) -> str:
 
 
 _THREADS = re.compile(r"^threads still running: (-?\d+) more than before the answer$")
+
+
+def overcounted(learner: dict, model: dict) -> list[str]:
+    """Keys the learner's run of a check sent more often than the model answer's run of it did.
+
+    A check sends each key as often as its own code records it, which the answer cannot change (it can only make
+    the check stop early, sending fewer); extra records were written into the pipe by something else."""
+    return sorted(k for k, n in (learner or {}).items() if n > (model or {}).get(k, 0) and (model or {}).get(k, 0) > 0
+                  or n > 1 and k not in (model or {}))
 
 
 def unexpected_flags(learner: list[str], model: list[str]) -> list[str]:
@@ -201,7 +214,12 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
         elif r.obs is None:
             status, msg = "error", _clip(r.problem or "no observations")
         else:
-            ok, why = compare(c, m.obs, r.obs, m.hints)
+            learner_obs = dict(r.obs)
+            for k in overcounted(r.obs_counts, m.obs_counts):  # someone besides the check wrote these keys
+                learner_obs[k] = {"value": {"unplain": "recorded more often than the check records it"}}
+                flags.append(f"at run time: tampering: the observation {short(k, 60)} came through the tripwire's "
+                             "pipe more often than the check sends it")
+            ok, why = compare(c, m.obs, learner_obs, m.hints)
             if ok:
                 status, msg = "passed", "passed"
             elif r.kind == "raised":
