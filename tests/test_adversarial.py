@@ -54,6 +54,8 @@ FLAGGED = {  # attacks that touch the grading machinery: the grader lists them a
     # records written straight into the pipe, a thread of library frames only, a stolen footer key):
     "len_trap_forges_obs", "len_trap_forges_syncs", "doctest_trusted_code", "rawthread_pipe_forge",
     "thread_rewrites_replays", "keytheft_resign",
+    # a second pass: object.__setattr__ reached by a name in a string, and code hidden in a string annotation
+    "fmt_getfield_setattr", "pydoc_locate_setattr", "typing_forwardref_hidden",
 }  # (stealthy_solutions and mock_any pass the static scan: confinement and plain data must stop them)
 
 

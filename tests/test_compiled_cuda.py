@@ -112,3 +112,31 @@ def test_unmarked_in_place_writes_make_reduce_overhead_skip_graphs() -> None:
     for _ in range(3):
         step()
     assert _skips() - before >= 1
+
+
+@pytest.mark.parametrize("partition", [True, False])
+def test_torch_cond_under_reduce_overhead_runs_the_whole_graph_without_cuda_graphs(partition) -> None:
+    """Lessons 01, 07 and 08: Inductor lowers torch.cond on GPU tensors to a host-side branch and sets
+    disable_cudagraphs_reason ("control flow operator: torch.cond."), which CompiledFxGraph reads before it looks at
+    graph partitions: the whole compiled graph skips CUDA graphs, partitioned or not (torch/_inductor/lowering.py,
+    torch/_inductor/output_code.py). The skip is counted, and with triton.cudagraph_or_error it is raised with its
+    reason."""
+    import torch._inductor.config as inductor_config
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda t: t * 2, lambda t: t - 1, (x,)) + 1
+
+    x = torch.randn(8, device="cuda")
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    with inductor_config.patch(graph_partition=partition, fx_graph_cache=False):
+        g = torch.compile(f, mode="reduce-overhead")
+        for _ in range(3):
+            out = g(x)
+    torch.testing.assert_close(out, f(x))
+    assert _skips() >= 1
+    torch._dynamo.reset()
+    with inductor_config.patch({"graph_partition": partition, "fx_graph_cache": False,
+                                "triton.cudagraph_or_error": True}):
+        with pytest.raises(Exception, match="control flow operator: torch.cond"):
+            torch.compile(f, mode="reduce-overhead")(x)

@@ -89,6 +89,9 @@ HONEST = {
     "a deep copy of a toy buffer": "import copy, toygraph\ng = toygraph.ToyGraph()\ng.record(lambda x: [v + 1 for v in x])\n"
                                    "print(copy.deepcopy(g.replay([1])).tolist())",
     "the display hook's last value": "1 + 1\nprint(_)",
+    "re.compile and singledispatch": "import re, functools\n@functools.singledispatch\ndef size(x):\n    return 0\n"
+                                     "@size.register\ndef _(x: list):\n    return len(x)\n"
+                                     "print(re.compile('a+').match('aa').group(0), size([1, 2]))",
 }
 
 
@@ -144,6 +147,8 @@ ATTACKS = {  # name: (code, the flag's text must contain this, the cell must rai
     "doctest running hidden code": ("import doctest\nt = doctest.DocTest([doctest.Example('y = 2\\n', '')], {}, "
                                     "'/site-packages/x', None, 0, None)\ndoctest.DocTestRunner().run(t, out=lambda s: None)",
                                     "compile", False),
+    "code hidden in a string annotation": ("import typing\ndef f(x: 'lambda: 1'):\n    pass\n"
+                                           "typing.get_type_hints(f)", "compile", False),
     "an observation sent straight to the pipe": ("import graphcourse.grading.tripwire as t\n"
                                                  "t.observed('c', 'k', {'value': 1}, None)", "something other", True),
 }
@@ -207,3 +212,17 @@ def test_each_observation_leaves_the_kernel_as_the_check_records_it(kernel):
     assert sent == [{"obs": "x", "check": "c4", "record": {"value": [1, 2]}, "hint": "h"}]
     obs, hints = _sent_observations(sent + [{"obs": "x", "check": "other", "record": {"value": 0}}], "c4")
     assert obs == {"x": {"value": [1, 2]}} and hints == {"x": "h"}
+
+
+def test_code_an_answer_hides_in_a_string_is_the_answers_code(kernel):
+    """A lambda evaluated from a string in the answer's namespace (typing's ForwardRef) is not "standard library":
+    observations it records during a check are refused."""
+    answer = ("import typing\ndef _spec(f: 'lambda: observe(\"k\", 1)'):\n    pass\n"
+              "sneak = typing.get_type_hints(_spec)['f']")
+    kernel.run(answer_cell(answer))
+    kernel.run(answer)
+    kernel.run("from graphcourse.grading.observe import _begin\n_begin('c5', 1)")
+    out, error = kernel.run("from graphcourse.grading.observe import observe, _state\nobserve.call('s', sneak)\n"
+                            "print(sorted(_state.obs), _state.obs['s'])")
+    assert error is None, error
+    assert "['s'] {'raised': 'AttributeError'}" in out, out

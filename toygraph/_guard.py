@@ -19,13 +19,17 @@ static review flags those names.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import sysconfig
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# where the standard library's files are: sysconfig's idea of it, and where dataclasses.py came from (in the browser,
+# Pyodide keeps the standard library in a zip file that sysconfig does not name)
 _STDLIB = tuple({os.path.abspath(p) + os.sep for p in (sysconfig.get_paths().get("stdlib"),
-                                                          sysconfig.get_paths().get("platstdlib")) if p})
+                                                          sysconfig.get_paths().get("platstdlib"),
+                                                          os.path.dirname(dataclasses.__file__)) if p})
 _getframe = sys._getframe
 _audit = sys.audit
 

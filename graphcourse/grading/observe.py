@@ -373,7 +373,7 @@ def _snapshot() -> dict:
         not k.startswith("_") or k in ("__import__", "__build_class__"))}
     snap["trace"] = (_id(_sys.gettrace()), _id(_sys.getprofile()))
     snap["hooks"] = (_id(_sys.displayhook), _exact_len(_sys.meta_path), _exact_len(_sys.path_hooks),
-                     _id(_sys.excepthook), _id(_getattr(_sys, "audit_hooks", None)))
+                     _id(_getattr(_sys, "audit_hooks", None)))
     snap["threads"] = _len(_threading.enumerate())
     snap["raw threads"] = _thread_count()
     snap["warnings"] = (_id(_getattr(_warnings, "showwarning", None)), _id(_getattr(_warnings, "warn", None)),

@@ -8,6 +8,7 @@ A flagged exercise earns nothing until an instructor clears it (``--allow-review
 from __future__ import annotations
 
 import ast
+import re
 import time
 
 # Modules an answer has no business importing in this course: the interpreter's and IPython's internals, the
@@ -20,7 +21,8 @@ MODULES = {
     "runpy", "pkgutil", "zipimport", "sysconfig", "site", "IPython", "ipykernel", "jupyter_client", "jupyter_core",
     "nbformat", "nbclient", "zmq", "tornado", "graphcourse", "weakref", "urllib", "http", "requests", "pdb", "bdb",
     "trace", "dis", "ast", "tokenize", "select", "selectors", "pwd", "grp", "psutil", "sched", "webbrowser",
-    "unittest", "doctest", "timeit", "_thread", "_posixsubprocess", "_weakref", "_weakrefset", "copyreg",
+    "unittest", "doctest", "timeit", "_thread", "_posixsubprocess", "_weakref", "_weakrefset", "copyreg", "pydoc",
+    "string",
 }
 # a module an answer did not import, reached as another module's attribute (logging.sys, logging.os): flagged too
 MODULE_ATTRS = {
@@ -37,7 +39,10 @@ NAMES = {
     "__import__": "imports by name at run time", "globals": "reaches the kernel's global namespace",
     "locals": "reads a frame's local names", "vars": "reads an object's namespace",
     "attrgetter": "reads attributes by name", "methodcaller": "calls methods by name",
-    "update_wrapper": "copies attributes by name (setattr in disguise)",
+    "update_wrapper": "copies attributes by name (setattr in disguise)", "get_type_hints": "evaluates strings as code",
+    "ForwardRef": "evaluates a string as code", "Formatter": "reads attributes named in a string",
+    "get_field": "reads attributes named in a string", "locate": "finds any object by a dotted name",
+    "resolve_name": "finds any object by a dotted name",
     "get_ipython": "reaches IPython, which runs the checks", "__builtins__": "reaches the builtins",
     "breakpoint": "starts a debugger", "open": "opens files (answers need none)", "setattr": "sets attributes by name",
     "delattr": "deletes attributes by name", "getattr": "reads attributes by name", "exit": "ends the kernel",
@@ -45,10 +50,10 @@ NAMES = {
 }
 ATTRS = {
     "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "gi_frame", "cr_frame", "ag_frame",
-    "tb_frame", "tb_next", "_getframe", "_current_frames", "settrace", "setprofile", "modules", "meta_path",
+    "tb_frame", "tb_next", "_getframe", "_current_frames", "settrace", "setprofile", "meta_path",
     "path_hooks", "addaudithook", "excepthook", "displayhook", "input_transformers_cleanup",
     "input_transformers_post", "input_transformer_manager", "ast_transformers", "run_cell", "run_cell_async",
-    "run_code", "run_ast_nodes", "register", "unregister", "callbacks", "set_custom_exc", "showtraceback", "kernel", "shell_handlers",
+    "run_code", "run_ast_nodes", "callbacks", "get_type_hints", "ForwardRef", "get_field", "locate", "resolve_name", "set_custom_exc", "showtraceback", "kernel", "shell_handlers",
     "user_ns", "user_global_ns", "kill", "killpg", "_exit", "abort", "fork", "forkpty", "system", "popen",
     "execv", "execve", "spawn", "setuid", "setsid", "ptrace", "__globals__", "__code__", "__closure__",
     "__subclasses__", "__bases__", "__mro__", "__dict__", "__class__", "__builtins__", "__import__",
@@ -61,6 +66,11 @@ ATTRS = {
 # `.replace` is str.replace too: only flagged on code objects (a name ending with co / code)
 PATHS = ("/proc", "/sys", "/dev", "/etc", "/work", "/root", "/home", "/tmp", "solutions", ".ipynb", "..")
 
+
+# methods of everyday objects that share a name with a builtin the scan flags: re.compile, torch.compile,
+# model.eval(), a file's .open(), model.modules()
+_HONEST_METHODS = {"open", "compile", "eval", "input", "exit"}
+_DUNDER = re.compile(r"__(?!init__|name__|main__|future__|file__|doc__|version__)[A-Za-z_]+__")
 
 MAX_CHARS = 200_000
 """An answer longer than this is not read statically (a course answer is a few dozen lines): it is held for review."""
@@ -121,7 +131,7 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
                     and _root(node) not in assigned:
                 add(node, f"reaches the module {node.attr} through {_short(node.value)} (a module the answer did "
                           "not import)")
-            elif node.attr in NAMES and node.attr not in ("open",):
+            elif node.attr in NAMES and node.attr not in _HONEST_METHODS:
                 add(node, f"uses .{node.attr}")
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 root = _root(node)
@@ -135,6 +145,9 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
                               "the checks'?)")
         elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
             text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            if _DUNDER.search(text):
+                add(node, f"names a dunder attribute in a string ({_DUNDER.search(text).group(0)!r}): an attribute "
+                          "reached by name")
             for p in PATHS:
                 if p in text and _pathish(text):
                     add(node, f"names a path ({text[:40]!r})")

@@ -32,6 +32,7 @@ Standard library only: this module is imported by every graded kernel.
 
 from __future__ import annotations
 
+import dataclasses as _dataclasses
 import json as _json
 import os as _os
 import select as _select
@@ -78,7 +79,7 @@ _DIRECT_ONLY = {"exec", "compile", "sys._getframe", "object.__getattr__", "marsh
 _FRAME_READERS = ("inspect", "traceback")  # ... except these modules, whose purpose is reading frames
 # ... and these, whose purpose is running code given as text (doctest's examples, timeit's statements)
 _CODE_RUNNERS = ("doctest", "code", "codeop", "runpy", "timeit", "pdb", "bdb", "trace", "profile", "cProfile",
-                 "pydoc")
+                 "pydoc", "typing")
 _RESTRICTED_GETATTR = "read a function's or frame's internals ({name})"
 _RESTRICTED_NAMES = {"__code__", "__globals__", "__closure__", "f_back", "f_globals", "f_locals", "f_code", "tb_frame",
                      "gi_frame", "cr_frame", "ag_frame", "f_trace"}
@@ -118,6 +119,24 @@ def _kind(filename: str) -> str:
 _IPYTHON = ("/IPython/", "/ipykernel/", "/traitlets/")  # IPython's own API, called for a cell, acts for the cell
 
 
+def _frame_kind(frame) -> str:
+    """_kind of a frame; code compiled from a string (``<string>``, ``<doctest ...>``...) is judged by the module
+    whose globals it runs in: the answer's namespace (``__main__``) makes it the answer's code (typing's ForwardRef
+    evaluates a string annotation there); a dataclass's generated methods run in their class's module."""
+    filename = frame.f_code.co_filename
+    if not filename.startswith("<") or filename.startswith("<frozen "):
+        return _kind(filename)
+    g = frame.f_globals
+    name = g.get("__name__") if _isinstance(g, dict) else None
+    if _type(name) is not _str or name == "__main__":
+        return "cell"
+    module = _sys.modules.get(name)
+    path = _getattr(module, "__file__", None) if module is not None else None
+    if _type(path) is _str:
+        return _kind(path)
+    return "stdlib" if name.startswith("namedtuple_") else "cell"
+
+
 def culprit(frame, direct: bool = False, readers: tuple = (), through: tuple = (), strict: bool = False):
     """The frame of a cell that is behind what `frame` does, or None when trusted code is.
 
@@ -134,7 +153,7 @@ def culprit(frame, direct: bool = False, readers: tuple = (), through: tuple = (
         if through and any(part in filename for part in through):
             frame = frame.f_back
             continue
-        kind = _kind(filename)
+        kind = _frame_kind(frame)
         if kind == "cell":
             return frame
         if kind == "trusted":
@@ -518,7 +537,8 @@ def install(pipe: str) -> None:
     if _channel.fd is not None:
         return
     paths = _sysconfig.get_paths()
-    _stdlib_dirs = tuple({_os.path.abspath(p) + _os.sep for p in (paths.get("stdlib"), paths.get("platstdlib")) if p})
+    _stdlib_dirs = tuple({_os.path.abspath(p) + _os.sep for p in (paths.get("stdlib"), paths.get("platstdlib"),
+                                                                  _os.path.dirname(_dataclasses.__file__)) if p})
     trusted = {_os.path.abspath(p) + _os.sep for p in (paths.get("purelib"), paths.get("platlib")) if p}
     for name in ("toygraph", "graphcourse"):
         module = _sys.modules.get(name)
@@ -558,9 +578,12 @@ def answer_cell(source: str) -> None:
 
 
 def from_answer(frame) -> bool:
-    """Whether the answer's code is anywhere on the stack from frame out."""
+    """Whether the answer's code is anywhere on the stack from frame out: its cell's file, or code compiled from a
+    string that runs in the answer's namespace (no check cell makes such code)."""
     while frame is not None:
-        if frame.f_code.co_filename in _answer_files:
+        filename = frame.f_code.co_filename
+        if filename in _answer_files or (filename.startswith("<") and not filename.startswith("<frozen ")
+                                         and _frame_kind(frame) == "cell"):
             return True
         frame = frame.f_back
     return False
