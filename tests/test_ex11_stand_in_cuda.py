@@ -51,9 +51,11 @@ def _outcome(tokens_or_error) -> str:
 def on_stand_in(answer: str):
     scope: dict = {}
     exec(answer, scope)  # noqa: S102  (the course's own answers)
+    step = OutputsValidUntilNextCall(lambda v: [(t * 31 + 7) % 97 for t in v])
     try:
-        return [out.tolist() for out in scope["generate"](OutputsValidUntilNextCall(
-            lambda v: [(t * 31 + 7) % 97 for t in v]), list(FIRST), N)]
+        outs = scope["generate"](step, list(FIRST), N)
+        step(list(FIRST))  # one more call of the step, as the grader's check makes, before the outputs are read
+        return [out.tolist() for out in outs]
     except RuntimeError as exc:
         return str(exc)
 
@@ -68,7 +70,9 @@ def step(tokens):
     return (tokens * 31 + 7) % 97
 
 try:
-    out = [o.tolist() for o in generate(step, torch.tensor({first}, device="cuda"), {n})]
+    outs = generate(step, torch.tensor({first}, device="cuda"), {n})
+    step(torch.tensor({first}, device="cuda"))  # one more call, as the grader's check makes, before reading
+    out = [o.tolist() for o in outs]
 except RuntimeError as exc:
     out = str(exc)
 print("RESULT " + json.dumps(out))
