@@ -374,8 +374,8 @@ def _snapshot() -> dict:
     snap["trace"] = (_id(_sys.gettrace()), _id(_sys.getprofile()))
     snap["hooks"] = (_id(_sys.displayhook), _exact_len(_sys.meta_path), _exact_len(_sys.path_hooks),
                      _id(_getattr(_sys, "audit_hooks", None)))
-    snap["threads"] = _len(_threading.enumerate())
-    snap["raw threads"] = _thread_count()
+    # threads Python knows of, and those started with _thread directly (threading.enumerate() does not list them)
+    snap["threads"] = max(_len(_threading.enumerate()), _thread_count() + 1)
     snap["warnings"] = (_id(_getattr(_warnings, "showwarning", None)), _id(_getattr(_warnings, "warn", None)),
                         _id(_getattr(_warnings, "formatwarning", None)), _id(_getattr(_warnings, "warn_explicit", None)))
     course = {}
