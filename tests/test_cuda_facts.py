@@ -128,6 +128,52 @@ def test_warming_up_on_the_capture_stream_keeps_lazy_workspaces_out_of_the_graph
     assert result["same_stream_pool_allocated_bytes"] < result["other_stream_pool_allocated_bytes"], result
 
 
+WORKSPACE_CLEARING_SNIPPET = """
+import torch
+from graphcourse.gpulib.graphs import pool_memory
+w = torch.randn(1024, 1024, device="cuda")
+x = torch.randn(64, 1024, device="cuda")
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    for _ in range(3):
+        x @ w
+torch.cuda.current_stream().wait_stream(s)
+torch.cuda.synchronize()
+graphs = []
+def capture():
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        x @ w
+    graphs.append(g)
+    return pool_memory(g.pool()).allocated_bytes
+warmed = capture()
+compiled = torch.compile(lambda a: a @ w, mode="reduce-overhead")
+for _ in range(3):
+    compiled(x)
+after_compile = capture()
+torch._C._cuda_clearCublasWorkspaces()
+after_clearing = capture()
+print("RESULT", warmed, after_compile, after_clearing)
+"""
+
+
+def test_cleared_cublas_workspaces_land_in_the_next_capture_pool_and_cudagraph_trees_clear_them() -> None:
+    """Lesson 03, "The other side of that choice": a capture on the warmed-up stream keeps the workspace out of its
+    pool; after torch._C._cuda_clearCublasWorkspaces(), or after torch.compile's CUDAGraph Trees warmed up and
+    recorded (clear_cublass_cache), the next capture on that stream makes its workspace inside its own pool."""
+    from graphcourse.core.child import run_snippet
+
+    result = run_snippet(WORKSPACE_CLEARING_SNIPPET, 600)
+    line = next((ln for ln in result.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line is not None, result.summary()
+    warmed, after_compile, after_clearing = (int(v) for v in line.split()[1:])
+    output = 64 * 1024 * 4
+    assert warmed < output + 2**20, (warmed, "no workspace in the pool of a capture on the warmed-up stream")
+    assert after_compile > warmed + 2**20, (after_compile, warmed, "CUDAGraph Trees freed the stream's workspace")
+    assert after_clearing > warmed + 2**20, (after_clearing, warmed, "clearing made the capture allocate its own")
+
+
 def test_capture_helper_warms_up_and_captures_on_one_stream() -> None:
     w = torch.randn(256, 256, device="cuda")
     graph = gpu.capture(lambda x: x @ w, torch.randn(8, 256, device="cuda"))

@@ -2,7 +2,7 @@
 
 One class, graded once by the real grader's command line, confined (root and bubblewrap), on a machine with a
 CUDA GPU (skipped elsewhere): the model answers (every point but the two-GPU ones, with no check "not graded"
-and no warning about a check that observes nothing), an untouched copy of every notebook (0), and the wrong
+no review flag and no warning), an untouched copy of every notebook (0), and the wrong
 answers of the exercises with CUDA checks (ex04, ex11, ex15), each below full marks on those checks.
 ``GRAPHCOURSE_KEEP_REPORTS=DIR`` keeps the report for a closing note.
 """
@@ -81,7 +81,8 @@ def test_the_model_answers_earn_every_point_but_the_two_gpu_ones(graded) -> None
     for ex_id in CUDA_EXERCISES:
         for cid in _cuda_checks(ex_id) - two_gpu:
             assert statuses.get(cid) == "passed", (cid, statuses.get(cid))
-    assert not [w for w in data.get("warnings", []) if "observe" in w], data["warnings"]
+    assert data.get("warnings", []) == [], data["warnings"]
+    assert {ex: m["status"] for ex, m in rec["exercises"].items() if m["status"] == "review" or m.get("review")} == {}
     assert data["run"]["checks_needing"]["cuda"] is True
 
 
