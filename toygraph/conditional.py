@@ -9,9 +9,9 @@ runs a body depending on its value at each replay, with no trip to the CPU. Sour
 post "Dynamic Control Flow in CUDA Graphs with Conditional Nodes" and the CUDA runtime API's
 ``cudaConditionalNodeParams``.
 
-* **IF** (CUDA 12.3/12.4): the body runs once if the condition is non-zero. With a second
+* **IF** (CUDA 12.3; PyTorch from 12.4): the body runs once if the condition is non-zero. With a second
   body, **IF/ELSE** (CUDA 12.8): that one runs when it is zero.
-* **WHILE** (CUDA 12.3/12.4): the body runs again and again as long as the condition is
+* **WHILE** (CUDA 12.3; PyTorch from 12.4): the body runs again and again as long as the condition is
   non-zero; a kernel in the body must update the condition, or the loop never ends.
 * **SWITCH** (CUDA 12.8): body ``n`` runs when the condition equals ``n``; none when it is
   out of range.
@@ -140,7 +140,7 @@ def _record(kind: str, condition: Buffer, bodies: Sequence[Callable[[], object]]
 
 def if_node(condition: Buffer, then: Callable[[], object], otherwise: Callable[[], object] | None = None, *,
             name: str = "if") -> ConditionalNode:
-    """Record an IF node (CUDA 12.4), or IF/ELSE with `otherwise` (CUDA 12.8): `then` runs when condition != 0."""
+    """Record an IF node (CUDA 12.3), or IF/ELSE with `otherwise` (CUDA 12.8): `then` runs when condition != 0."""
     if otherwise is None:
         return _record("if", condition, [then], name)
     return _record("if/else", condition, [then, otherwise], name)
@@ -148,7 +148,7 @@ def if_node(condition: Buffer, then: Callable[[], object], otherwise: Callable[[
 
 def while_node(condition: Buffer, body: Callable[[], object], *, name: str = "while",
                max_iterations: int = 10_000) -> ConditionalNode:
-    """Record a WHILE node (CUDA 12.4): `body` runs while condition != 0; a kernel in it must update the condition."""
+    """Record a WHILE node (CUDA 12.3): `body` runs while condition != 0; a kernel in it must update the condition."""
     if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
         raise InvalidArgumentError(f"max_iterations must be a whole number >= 1, got {max_iterations!r}.")
     return _record("while", condition, [body], name, max_iterations)

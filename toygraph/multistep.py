@@ -4,7 +4,7 @@ A graph of one decode step costs one graph launch per token, and the host reads 
 (a sync) to decide whether to go on. Capturing K steps in one graph pays one launch per K
 tokens; the tokens go into a static buffer on the device, read once per replay. Stopping at
 an end-of-sequence token without asking the CPU needs a decision inside the graph: a WHILE
-node (CUDA 12.4, :mod:`toygraph.conditional`) whose condition a kernel sets after each step.
+node (CUDA 12.3, :mod:`toygraph.conditional`) whose condition a kernel sets after each step.
 
 :class:`DecodeLoop` captures such a loop around a one-token step kernel (``[token] -> [next]``).
 Where it simplifies: one sequence (batch 1), and the step is one kernel; a model's step is a
