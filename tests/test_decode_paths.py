@@ -103,3 +103,28 @@ def test_lesson_07_reads_the_compiled_graphs_ratios_as_the_recorded_run_says() -
         assert row["issue_us_per_token"]["max"] < 0.75 * row["us_per_token"]["min"], (batch, row)
     low = dp.ratio_line(data, 1, "reduce_overhead", "compiled_graph_k1", part="compiled_graphs")
     assert 1.0 < float(low.split("= ")[1].split(" ")[0]) < 1.02, "'by about one percent'"
+
+
+def test_lesson_08_reads_the_cpu_column_as_the_recorded_run_says() -> None:
+    """Lesson 08's reading of the CPU column (K steps per graph), each claim checked against the recorded data."""
+    import nbformat
+
+    from graphcourse.lessons import decode_paths as dp
+
+    data = dp.load()
+    text = " ".join(c.source for c in nbformat.read(ROOT / "notebooks" / "08_control_flow_on_the_device.ipynb",
+                                                   as_version=4).cells if c.cell_type == "markdown")
+
+    def cpu(batch: int, path: str, part: str | None = None) -> dict:
+        rows = dp.path_rows(data, batch, part) if part else dp.path_rows(data, batch)
+        return {r["path"]: r for r in rows}[path]["issue_us_per_token"]
+
+    assert "it falls several-fold at batch 1" in text
+    one, sixteen = cpu(1, "graph_k1"), cpu(1, "graph_k16")
+    assert one["median"] >= 3 * sixteen["median"] and one["min"] > sixteen["max"], (one, sixteen)
+    assert "At batch 8 the first table's fall is smaller than the spread of its one-graph-per-step figure" in text
+    one, sixteen = cpu(8, "graph_k1"), cpu(8, "graph_k16")
+    assert one["median"] - sixteen["median"] < one["spread"], (one, sixteen)
+    assert "shows the fall at batch 8 too, for the compiled kernels captured by hand" in text
+    one, sixteen = cpu(8, "compiled_graph_k1", "compiled_graphs"), cpu(8, "compiled_graph_k16", "compiled_graphs")
+    assert one["median"] >= 2 * sixteen["median"] and one["min"] > sixteen["max"], (one, sixteen)
