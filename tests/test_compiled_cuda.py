@@ -140,3 +140,24 @@ def test_torch_cond_under_reduce_overhead_runs_the_whole_graph_without_cuda_grap
                                 "triton.cudagraph_or_error": True}):
         with pytest.raises(Exception, match="control flow operator: torch.cond"):
             torch.compile(f, mode="reduce-overhead")(x)
+
+
+def test_a_call_to_another_compiled_function_invalidates_a_kept_output() -> None:
+    """Lesson 07 (issue 21, item 3): "valid until the next call" means the next call of ANY reduce-overhead function
+    on the device, not only of the same one: CUDAGraph Trees keep one tree manager and one memory pool per device
+    (cudagraph_trees.get_container), and a call to another compiled function starts a new generation. Observed in the
+    lesson's own demo child: the kept output either raises torch's overwritten-output error or no longer holds its
+    value."""
+    from graphcourse.gpulib.compiled import run_demos
+
+    seen = run_demos(parts=[1])["other_function"]
+    assert "overwritten" in seen or ("no error" in seen and "reads 3 (3 expected)" not in seen), seen
+
+
+def test_lesson_07_demo_shows_torch_cond_skipping_cuda_graphs() -> None:
+    """Lesson 07's skip-reasons cell (issue 21, item 1): the demo child's torch.cond function under reduce-overhead
+    is skipped, and the logged reason names torch.cond."""
+    from graphcourse.gpulib.compiled import run_demos
+
+    seen = run_demos(parts=[4])["skip_cond"]
+    assert seen["skips"] >= 1 and any("torch.cond" in line for line in seen["logged"]), seen

@@ -128,3 +128,32 @@ def test_lesson_08_reads_the_cpu_column_as_the_recorded_run_says() -> None:
     assert "shows the fall at batch 8 too, for the compiled kernels captured by hand" in text
     one, sixteen = cpu(8, "compiled_graph_k1", "compiled_graphs"), cpu(8, "compiled_graph_k16", "compiled_graphs")
     assert one["median"] >= 2 * sixteen["median"] and one["min"] > sixteen["max"], (one, sixteen)
+
+
+def test_lesson_07_says_fusion_changed_the_kernels_not_their_number_as_recorded() -> None:
+    """Lesson 07 (issue 21, item 4): 'about as many per step as eager, one fewer', checked against the recorded
+    kernel counts of both batch sizes."""
+    import nbformat
+
+    from graphcourse.lessons import decode_paths as dp
+
+    text = " ".join(c.source for c in nbformat.read(ROOT / "notebooks" / "07_graphs_by_the_compiler.ipynb",
+                                                   as_version=4).cells if c.cell_type == "markdown")
+    assert "about as many per step as eager, one fewer" in text and "fewer, larger" not in text
+    for b in dp.load()["batches"]:
+        k = b["kernels"]
+        assert k["eager"]["kernels_per_step"] - k["compiled_default"]["kernels_per_step"] == 1, (b["batch"], k)
+
+
+def test_lesson_07_reads_its_stored_demo_output_on_another_function_call() -> None:
+    """Lesson 07 (issue 21, item 3): the bullet on a call to another compiled function says what the stored run of
+    the demo printed (the kept output read the other function's value, 11, with no error)."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / "07_graphs_by_the_compiler.ipynb", as_version=4)
+    text = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "it read *the other function's* result, again with no error" in text
+    line = next(ln for ln in printed.splitlines() if "kept across ANOTHER function's call" in ln)
+    if "not in this recorded run" not in line:
+        assert "no error: the kept output reads 11 (3 expected)" in line, line

@@ -38,8 +38,9 @@ SOURCES: dict[str, dict[str, str]] = {
         "file": "vllm/config/vllm.py", "function": "VllmConfig._set_cudagraph_sizes",
     },
     "vllm_batch_defaults": {
-        "repo": "vllm-project/vllm", "commit": "(read in the source index, commit not shown)",
-        "file": "vllm/engine/arg_utils.py", "function": "EngineArgs.get_batch_defaults",
+        "repo": "vllm-project/vllm", "commit": "99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b",
+        "file": "vllm/engine/arg_utils.py",
+        "function": "EngineArgs._set_default_args (same rule; EngineArgs.get_batch_defaults in newer versions)",
     },
     "vllm_dispatch": {
         "repo": "vllm-project/vllm", "commit": "ae2e8e62cea0f6c030f92234cb863acdc48658cb",
@@ -47,26 +48,26 @@ SOURCES: dict[str, dict[str, str]] = {
         "function": "CudagraphDispatcher._compute_bs_to_padded_graph_size, dispatch, get_capture_descs",
     },
     "vllm_capture_order": {
-        "repo": "vllm-project/vllm", "commit": "(several versions read)",
-        "file": "vllm/v1/worker/gpu_model_runner.py", "function": "GPUModelRunner.capture_model",
+        "repo": "vllm-project/vllm", "commit": "4e1790651fc758c06c7a903dd4cd82364ac91b27",
+        "file": "vllm/v1/worker/gpu_model_runner.py", "function": "GPUModelRunner.capture_model, _capture_cudagraphs",
     },
     "vllm_splitting_ops": {
         "repo": "vllm-project/vllm", "commit": "ee525ce4fc8c9cfdedbbad878dcb2bccbb3c4b95",
         "file": "vllm/config/compilation.py", "function": "CompilationConfig._attention_ops, splitting_ops",
     },
     "sglang_sizes": {
-        "repo": "sgl-project/sglang", "commit": "(read in the source index, commit not shown)",
+        "repo": "sgl-project/sglang", "commit": "(behaviour differs across versions; see the lesson)",
         "file": "python/sglang/srt/server_args.py",
         "function": "ServerArgs._generate_cuda_graph_batch_sizes, _handle_gpu_memory_settings",
     },
     "sglang_pad_slot": {
-        "repo": "sgl-project/sglang", "commit": "(read in the source index, several versions)",
+        "repo": "sgl-project/sglang", "commit": "(behaviour differs across versions; see the lesson)",
         "file": "python/sglang/srt/mem_cache/memory_pool.py", "function": "KV pools' _create_buffers, allocator clear",
     },
     "vllm_pad_slot": {
-        "repo": "vllm-project/vllm", "commit": "(read in the source index, commit not shown)",
+        "repo": "vllm-project/vllm", "commit": "00bd1493b3e82d6c13c68ee8a0e1c5a96707e190",
         "file": "vllm/v1/attention/backends/utils.py, csrc/cache_kernels.cu",
-        "function": "PAD_SLOT_ID, reshape_and_cache_kernel",
+        "function": "PAD_SLOT_ID; reshape_and_cache_kernel (cache_kernels.cu read at 693083ae)",
     },
     "sglang_runner": {
         "repo": "sgl-project/sglang", "commit": "21514ff5bdad2ae598bf3070d3a583aa4fa35ae7",
@@ -74,7 +75,7 @@ SOURCES: dict[str, dict[str, str]] = {
         "function": "get_batch_sizes_to_capture, CudaGraphRunner.capture, can_run, replay_prepare",
     },
     "sglang_capture_failed": {
-        "repo": "sgl-project/sglang", "commit": "(read in the source index, several versions)",
+        "repo": "sgl-project/sglang", "commit": "(behaviour differs across versions; see the lesson)",
         "file": "python/sglang/srt/model_executor/cuda_graph_runner.py", "function": "CUDA_GRAPH_CAPTURE_FAILED_MSG",
     },
     "caching_allocator": {

@@ -177,6 +177,22 @@ if 1 in PARTS:
     second = double(x2)
     result["cloned_output"] = f"cloned output reads {first.tolist()[0]:g} after the next call (3 expected)"
 
+    # the next call of ANOTHER reduce-overhead function: one tree manager (and one pool) per device serves both
+    @torch.compile(mode="reduce-overhead")
+    def plus_one(x):
+        return x + 1
+
+    for _ in range(3):
+        double(x1)
+        plus_one(x2)
+    first = double(x1)    # 3
+    other = plus_one(x2)  # 11
+    try:
+        result["other_function"] = (f"no error: the kept output reads {first.tolist()[0]:g} (3 expected) after "
+                                    f"a call to another compiled function")
+    except RuntimeError as exc:
+        result["other_function"] = first_line(exc)
+
 # 2. two calls in one step: mark_step_begin (the example of its documentation)
 if 2 in PARTS:
     @torch.compile(mode="reduce-overhead")
@@ -235,6 +251,16 @@ if 4 in PARTS:
     for _ in range(3):
         mixed(torch.ones(4, device="cuda"), torch.ones(4))
     result["skip_cpu_tensor"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
+    records.clear()
+    before = skips()
+
+    @torch.compile(mode="reduce-overhead")
+    def branch(x):
+        return torch.cond(x.sum() > 0, lambda t: t * 2, lambda t: t - 1, (x,)) + 1
+
+    for _ in range(3):
+        branch(torch.ones(4, device="cuda"))
+    result["skip_cond"] = {"skips": skips() - before, "logged": logged("skipping cudagraphs")}
     import torch._inductor.config as inductor_config
     result["graph_partition"] = getattr(inductor_config, "graph_partition", None)
 

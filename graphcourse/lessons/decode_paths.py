@@ -331,12 +331,13 @@ def decode_step_profile() -> dict[str, float] | None:
 def static_skip_lines(data: dict[str, Any]) -> str:
     """The benchmark's own reduce-overhead step, cache and state marked static: how many graphs it skipped."""
     lines = []
+    where = {"batches": "first process", "compiled_graphs": "second process"}
     for part in ("batches", "compiled_graphs"):
         for b in data.get(part) or []:
             for r in b["rows"]:
                 if r["path"] == "reduce_overhead":
-                    lines.append(f"the benchmark's reduce-overhead step, batch {b['batch']}, mark_static_address "
-                                 f"on cache and state: skips={r['cudagraph_skips']}")
+                    lines.append(f"the benchmark's reduce-overhead step ({where[part]}), batch {b['batch']}, "
+                                 f"mark_static_address on cache and state: skips={r['cudagraph_skips']}")
     return "\n".join(lines) or "not recorded"
 
 
