@@ -65,7 +65,12 @@ def describe_prices(width: int = 90) -> str:
     lines = [f"toy prices recorded on {SOURCE['gpu']}, {str(SOURCE['date_utc'])[:10]}, torch {SOURCE['torch']} "
              f"({SOURCE['command']})"]
     for name, price in PRICES.items():
-        spread = f"spread {price['spread']:g}" if price["spread"] is not None else "no spread recorded"
+        if price["spread"] is not None:
+            spread = f"spread {price['spread']:g}"
+        elif not price.get("samples"):
+            spread = "a published figure, not measured: no spread"
+        else:
+            spread = "no spread recorded"
         head = f"{_PRICE_NAMES.get(name, name):>17}: {price['value']:g} µs ({spread})"
         lines.append(head)
         lines += textwrap.wrap(price["measurement"], width, initial_indent=" " * 19, subsequent_indent=" " * 19)
