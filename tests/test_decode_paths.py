@@ -27,6 +27,14 @@ DATA = {"provenance": {"gpu_name": "a test GPU", "date_utc": "2026-01-01", "torc
                     {"batch": 8, "rows": [_row("graph_k1", 350.7, 30.0), _row("graph_k16", 341.3, 10.4)]}]}
 
 
+def _markdown(lesson: str) -> str:
+    """Every markdown cell of notebooks/LESSON.ipynb, joined: the lesson's prose that the tests below read."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / f"{lesson}.ipynb", as_version=4)
+    return " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
 def test_panels_share_one_linear_axis_from_zero_and_label_each_bar_with_its_median() -> None:
     fig = plot_paths(DATA)
     try:
@@ -85,13 +93,10 @@ def test_cond_capture_line_follows_the_features() -> None:
 
 def test_lesson_07_reads_the_compiled_graphs_ratios_as_the_recorded_run_says() -> None:
     """Lesson 07's paragraph after the compiled-graphs table: each verdict it states, checked against the data."""
-    import nbformat
-
     from graphcourse.lessons import decode_paths as dp
 
     data = dp.load()
-    text = " ".join(c.source for c in nbformat.read(ROOT / "notebooks" / "07_graphs_by_the_compiler.ipynb",
-                                                   as_version=4).cells if c.cell_type == "markdown")
+    text = _markdown("07_graphs_by_the_compiler")
     assert "At batch 1 the second ratio's range still lies above 1" in text
     assert "At batch 8 its range straddles 1: no difference beyond the spread" in text
     assert "CPU time per token stayed well under the token's time" in text
@@ -107,17 +112,13 @@ def test_lesson_07_reads_the_compiled_graphs_ratios_as_the_recorded_run_says() -
 
 def test_lesson_08_reads_the_cpu_column_as_the_recorded_run_says() -> None:
     """Lesson 08's reading of the CPU column (K steps per graph), each claim checked against the recorded data."""
-    import nbformat
-
     from graphcourse.lessons import decode_paths as dp
 
     data = dp.load()
-    text = " ".join(c.source for c in nbformat.read(ROOT / "notebooks" / "08_control_flow_on_the_device.ipynb",
-                                                   as_version=4).cells if c.cell_type == "markdown")
+    text = _markdown("08_control_flow_on_the_device")
 
-    def cpu(batch: int, path: str, part: str | None = None) -> dict:
-        rows = dp.path_rows(data, batch, part) if part else dp.path_rows(data, batch)
-        return {r["path"]: r for r in rows}[path]["issue_us_per_token"]
+    def cpu(batch: int, path: str, part: str = "batches") -> dict:
+        return {r["path"]: r for r in dp.path_rows(data, batch, part)}[path]["issue_us_per_token"]
 
     assert "it falls several-fold at batch 1" in text
     one, sixteen = cpu(1, "graph_k1"), cpu(1, "graph_k16")
@@ -133,12 +134,9 @@ def test_lesson_08_reads_the_cpu_column_as_the_recorded_run_says() -> None:
 def test_lesson_07_says_fusion_changed_the_kernels_not_their_number_as_recorded() -> None:
     """Lesson 07 (issue 21, item 4): 'about as many per step as eager, one fewer', checked against the recorded
     kernel counts of both batch sizes."""
-    import nbformat
-
     from graphcourse.lessons import decode_paths as dp
 
-    text = " ".join(c.source for c in nbformat.read(ROOT / "notebooks" / "07_graphs_by_the_compiler.ipynb",
-                                                   as_version=4).cells if c.cell_type == "markdown")
+    text = _markdown("07_graphs_by_the_compiler")
     assert "about as many per step as eager, one fewer" in text and "fewer, larger" not in text
     for b in dp.load()["batches"]:
         k = b["kernels"]
@@ -151,7 +149,7 @@ def test_lesson_07_reads_its_stored_demo_output_on_another_function_call() -> No
     import nbformat
 
     nb = nbformat.read(ROOT / "notebooks" / "07_graphs_by_the_compiler.ipynb", as_version=4)
-    text = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    text = _markdown("07_graphs_by_the_compiler")
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "it read *the other function's* result, again with no error" in text
     line = next(ln for ln in printed.splitlines() if "kept across ANOTHER function's call" in ln)
