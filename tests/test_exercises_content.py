@@ -373,12 +373,14 @@ def test_ex04_does_not_say_serving_engines_copy_the_output_out():
 
 
 def test_the_grading_section_and_readme_give_the_same_grading_command():
-    text = _nb().cells[-1].source
-    assert "python -m graphcourse.grading my-work/06_exercises.ipynb" in text and "repository root" in text
-    assert "python -m graphcourse.grading 06_exercises.ipynb --report grades.json" in text
+    spelled_out = ".venv/bin/python -m graphcourse.grading my-work/ --report my_grades.json"
+    for path in be.solution_paths(be.SOLUTIONS_DIR):
+        text = nbformat.read(path, as_version=4).cells[-1].source
+        assert "make grade-me" in text and spelled_out in text, path.name
+        assert "\npython -m graphcourse.grading" not in text, f"{path.name}: a bare python lacks the course's packages"
     readme = (be.ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Graded exercises"):]
-    assert "python -m graphcourse.grading" in section
+    assert "make grade-me" in section and "python -m graphcourse.grading" in section
 
 
 def test_the_grading_command_works_from_inside_the_exercises_folder(course_process, tmp_path):

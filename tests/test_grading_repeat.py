@@ -42,9 +42,14 @@ def test_the_seed_is_fixed_by_the_solutions(tmp_path: Path) -> None:
     first = assignment_seed(sol)
     assert first == assignment_seed(sol) and 1 <= first < 2**31
     nb = solutions_notebook()
-    nb.cells[0].source += "\n# a changed solution"
+    code = next(cell for cell in nb.cells if cell.cell_type == "code")
+    code.source += "\n# a changed solution"
     nbformat.write(nb, sol / NAME)
     assert assignment_seed(sol) != first, "changed solutions draw new hidden inputs"
+    second = assignment_seed(sol)
+    nb.cells.append(nbformat.v4.new_markdown_cell("A corrected sentence of the prose."))
+    nbformat.write(nb, sol / NAME)
+    assert assignment_seed(sol) == second, "prose alone does not change the hidden inputs"
 
 
 def _marks(report: dict) -> dict:

@@ -37,15 +37,30 @@ FORMAT = "graphcourse-grades/2"
 
 
 def assignment_seed(solutions_dir: Path) -> int:
-    """The hidden inputs' seed of an assignment: drawn from the solutions notebooks' contents, so it is fixed.
+    """The hidden inputs' seed of an assignment: drawn from the solutions notebooks' code, so it is fixed.
 
     The same notebook earns the same marks in every run (gradebook, feedback pages, a regrade, another
     machine) only if its hidden inputs are the same. A seed kept from the solutions needs no state
-    that could be lost and cannot be known by a learner, who never reads solutions/; any change to
-    the solutions draws new inputs, and ``--seed N`` (a new term, say) chooses others on purpose.
+    that could be lost and cannot be known by a learner, who never reads solutions/. Only the code
+    cells count (names and sources): a change to an answer or a check draws new inputs, a corrected
+    sentence in the prose does not; ``--seed N`` (a new term, say) chooses others on purpose.
     The report records the seed each run used.
     """
-    return int(solutions_sha256(solutions_dir)[:8], 16) % (2**31 - 1) + 1
+    return int(solutions_code_sha256(solutions_dir)[:8], 16) % (2**31 - 1) + 1
+
+
+def solutions_code_sha256(solutions_dir: Path) -> str:
+    """One digest of the solutions notebooks' code cells (notebook names and cell sources, in order)."""
+    import nbformat
+
+    digest = hashlib.sha256()
+    for path in solution_paths(solutions_dir):
+        digest.update(path.name.encode() + b"\0")
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                digest.update(cell.source.encode() + b"\0")
+        digest.update(b"\1")
+    return digest.hexdigest()
 
 
 def solutions_sha256(solutions_dir: Path) -> str:
