@@ -66,6 +66,13 @@ exercises: setup
 my-exercises: $(LAB_STAMP)
 	@$(BOOT) my-exercises
 
+# Update a course you got with git (git pull --ff-only): each lesson or exercise notebook you changed (JupyterLab saves
+# your runs in it) that the update changes is first moved to my-work/kept-from-update/<date>/; refused, with nothing
+# changed, when the pull cannot go through (it says why and what to do). Needs git and Python, not the set-up.
+.PHONY: update
+update:
+	@$(PYTHON) bootstrap.py update
+
 # The course learners get, built from the sources into $(RELEASE): lessons, exercises and their self-check
 # data, toygraph, graphcourse, the recorded figures, the learner's docs and the set-up; no solutions, tests
 # or instructor kit (the build refuses if an answer would get out). Rebuilding keeps my-work/ and any file

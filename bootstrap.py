@@ -7,6 +7,7 @@
     python3 bootstrap.py setup-lab      # only set up .venv/ for learning (no test tools)
     python3 bootstrap.py wheelhouse     # download every wheel the course needs into wheelhouse/
     python3 bootstrap.py my-exercises   # make (or update) your own copy in my-work/
+    python3 bootstrap.py update         # git pull the course's update, keeping your changed lessons
 
 The Makefile calls this script for its set-up, so `make lab` and `python3 bootstrap.py lab`
 do the same. Options: --port N, --venv DIR, --torch "SPEC [pip options]", --wheelhouse DIR
@@ -376,11 +377,228 @@ def test(venv, torch_spec=None, wheels=None):
     return 0
 
 
+# ---- make update: a course got with git, updated without losing what the learner ran ------------------------------
+LESSON_FOLDERS = ("notebooks", "exercises")
+"""Where make update moves the learner's version aside: JupyterLab autosaves a lesson (or an exercise notebook) with
+the learner's runs, and a changed tracked file stops `git pull`. Nothing outside these folders is touched."""
+KEPT_DIR = "my-work/kept-from-update"  # my-work/ is git-ignored: git never reads or writes it
+
+
+class UpdateRefused(Exception):
+    """make update stopped before changing any file; the message says why and what to do."""
+
+
+class UpdateFailed(Exception):
+    """The merge failed after the learner's files were moved aside; the message says where everything is."""
+
+
+def _git(root, *args, **kwargs):
+    """git args in the course folder, its output captured (never prompting for a password)."""
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    return subprocess.run(["git"] + list(args), cwd=root, capture_output=True, text=True, env=env, **kwargs)
+
+
+def _git_out(root, *args):
+    done = _git(root, *args)
+    if done.returncode != 0:
+        raise UpdateRefused("`git %s` failed: %s" % (" ".join(args), (done.stderr or done.stdout).strip()[-800:]))
+    return done.stdout
+
+
+def _z(text):
+    return [p for p in text.split("\0") if p]
+
+
+def _learner_changes(root):
+    """{path: git's two-letter status} of every tracked file changed in the index or the working tree."""
+    entries, changes = _z(_git_out(root, "status", "--porcelain=v1", "-z", "--untracked-files=no")), {}
+    i = 0
+    while i < len(entries):
+        code, path = entries[i][:2], entries[i][3:]
+        changes[path] = code
+        i += 2 if code[0] in "RC" else 1  # a rename or copy is followed by its original path
+    return changes
+
+
+def _is_lesson(path):
+    return path.split("/", 1)[0] in LESSON_FOLDERS
+
+
+def _here(root, path):
+    return os.path.join(root, *path.split("/"))
+
+
+def _kept_target(root, day, path):
+    """my-work/kept-from-update/<day>/<path>, as "name (2).ipynb", "name (3).ipynb", ... when an earlier kept file
+    has that name (the naming `make release` uses)."""
+    target = _here(root, "/".join([KEPT_DIR, day, path]))
+    stem, suffix = os.path.splitext(target)
+    n = 2
+    while os.path.lexists(target):
+        target = "%s (%d)%s" % (stem, n, suffix)
+        n += 1
+    return target
+
+
+def _rel(root, path):
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def update(root=ROOT, day=None):
+    """Update a course got with git (`git pull --ff-only`), first moving aside into my-work/kept-from-update/<day>/
+    each lesson or exercise notebook the learner changed that the update changes too; returns an exit status.
+
+    The pull runs as its two steps, `git fetch` then `git merge --ff-only` of what was fetched, so that everything is
+    checked before a file is changed. Refused with nothing changed: a folder that is not a git clone, a branch with no
+    remote branch or with commits of its own, and a file the update changes that the learner changed outside
+    notebooks/ and exercises/ (named, with how to keep it). A changed lesson the update does not change stays where it
+    is, as `make release` leaves it. If the merge fails, every moved file is put back as it was (its index entry too),
+    or the message says where it is.
+    """
+    import datetime
+    root = os.path.abspath(root)
+    try:
+        _update(root, day or datetime.date.today().isoformat())
+    except UpdateRefused as exc:
+        sys.stderr.write("make update: nothing was changed. %s\n" % exc)
+        return 2
+    except UpdateFailed as exc:
+        sys.stderr.write("make update: %s\n" % exc)
+        return 1
+    return 0
+
+
+def _refuse_unless_a_clone(root):
+    if shutil.which("git") is None:
+        raise UpdateRefused("git is not installed here (make update runs `git pull`): install git, or update the "
+                            "course the way you got it.")
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if top.returncode == 0 and os.path.realpath(top.stdout.strip()) == os.path.realpath(root):
+        return
+    if top.returncode == 0 and os.path.exists(os.path.join(root, RELEASE_MANIFEST)):
+        raise UpdateRefused("%s is a release built inside the repository %s: run make update there; its `make lab` "
+                            "(or `make release`) then rebuilds this folder, keeping your changed lessons in "
+                            "my-work/kept-from-update/." % (root, top.stdout.strip()))
+    raise UpdateRefused("%s is not a git clone of the course, so there is nothing to pull. A course got with "
+                        "`git clone` updates with make update; one got another way (a zip, a copy) updates by getting "
+                        "the new course and moving your my-work/ folder into it." % root)
+
+
+def _update(root, day):
+    _refuse_unless_a_clone(root)
+    upstream = _git(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}")
+    if upstream.returncode != 0:
+        raise UpdateRefused("this branch follows no branch of a remote, so there is nothing to pull from (`git status` "
+                            "says which branch you are on; `git checkout main` goes back to the course's).")
+    upstream = upstream.stdout.strip()
+    merging = os.path.exists(_here(root, _git_out(root, "rev-parse", "--git-path", "MERGE_HEAD").strip()))
+    if merging or any("U" in code or code in ("AA", "DD") for code in _learner_changes(root).values()):
+        raise UpdateRefused("a git merge is half done here (`git status` shows it): finish it, or undo it with "
+                            "`git merge --abort`, then run make update again.")
+    say("Fetching the course's update (git fetch) ...")
+    fetched = _git(root, "fetch", "--quiet")
+    if fetched.returncode != 0:
+        raise UpdateRefused("`git fetch` failed, so nothing was downloaded (no network? has the course moved?):\n  "
+                            + (fetched.stderr or fetched.stdout).strip()[-800:])
+    own = _git_out(root, "rev-list", "--count", "@{upstream}..HEAD").strip()
+    if own != "0":
+        raise UpdateRefused("your branch has %s commit(s) of its own (`git log --oneline @{upstream}..HEAD` lists "
+                            "them), and make update only fast-forwards to the course's %s. Keep them on a branch of "
+                            "their own (`git branch my-commits`), or replay them on the update (`git pull --rebase`)."
+                            % (own, upstream))
+    head = _git_out(root, "rev-parse", "HEAD").strip()
+    if head == _git_out(root, "rev-parse", "@{upstream}").strip():
+        say("The course is up to date (%s); nothing was changed." % upstream)
+        return []
+    incoming = set(_z(_git_out(root, "diff", "--name-only", "--no-renames", "-z", "HEAD", "@{upstream}")))
+    changed = [p for p in _learner_changes(root) if p in incoming]
+    untracked = [p for p in _z(_git_out(root, "ls-files", "--others", "--exclude-standard", "-z")) if p in incoming]
+    blocking = sorted(p for p in changed + untracked if not _is_lesson(p))
+    if blocking:
+        raise UpdateRefused(
+            "the update changes these files, which you changed too, and make update moves aside only what you changed "
+            "in notebooks/ and exercises/:\n    %s\n  For each: `git diff -- PATH` shows your change; to keep it, copy "
+            "the file into my-work/ (git never touches that folder); then `git checkout -- PATH` puts the course's "
+            "version back (a file git does not track: move it into my-work/). Then run make update again."
+            % "\n    ".join(blocking))
+    moving = sorted(changed + untracked)
+    index_before = {p: _z(_git_out(root, "ls-files", "-s", "-z", "--", p)) for p in moving}
+    moved, made = [], []  # (path, its kept copy, or None where the learner had deleted it); folders made
+    for path in moving:
+        if not os.path.lexists(_here(root, path)):
+            moved.append((path, None))
+            continue
+        target = _kept_target(root, day, path)
+        folder = os.path.dirname(target)
+        while not os.path.isdir(folder):
+            made.append(folder)
+            folder = os.path.dirname(folder)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy2(_here(root, path), target)
+        moved.append((path, target))
+    if moving:  # the course's version back in place of each: the index entry and the file
+        in_head = set(_z(_git_out(root, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *moving)))
+        _git_out(root, "reset", "-q", "HEAD", "--", *moving)
+        if in_head:
+            _git_out(root, "checkout", "-q", "HEAD", "--", *sorted(in_head))
+        for path in moving:
+            if path not in in_head and os.path.lexists(_here(root, path)):
+                os.remove(_here(root, path))  # new to the course and to you: yours is kept
+    say("Updating %s to %s (git merge --ff-only) ..." % (head[:9], upstream))
+    merged = _git(root, "merge", "--ff-only", "--quiet", "@{upstream}")
+    if merged.returncode != 0:
+        raise UpdateFailed(_put_back(root, head, index_before, moved, made, (merged.stderr or merged.stdout).strip()))
+    say("Updated the course: %s -> %s, %d file(s) changed."
+        % (head[:9], _git_out(root, "rev-parse", "HEAD").strip()[:9], len(incoming)))
+    kept = [(p, t) for p, t in moved if t]
+    if kept:
+        say("These held your runs or edits and the update changes them, so your versions are kept in my-work/ (which "
+            "git and make update never overwrite):")
+        for path, target in kept:
+            say("  %s -> %s" % (path, _rel(root, target)))
+    say("If JupyterLab is open, reload each open lesson (File > Reload Notebook from Disk) before you run it.")
+    if not os.path.exists(os.path.join(root, RELEASE_MANIFEST)):
+        say("make lab rebuilds the learner course in build/release from the update (a lesson you changed there moves "
+            "to build/release/my-work/kept-from-update/).")
+    return kept
+
+
+def _put_back(root, head, index_before, moved, made, why):
+    """After a failed merge: each moved file and its index entry back as they were; returns what to tell."""
+    kept = "\n    ".join("%s -> %s" % (p, _rel(root, t)) for p, t in moved if t) or "(none)"
+    if _git(root, "rev-parse", "HEAD").stdout.strip() != head:
+        return ("the update stopped half-way (git said: %s).\n  Your versions are kept:\n    %s\n  `git status` shows "
+                "where the course is; run make update again, or ask your instructor." % (why, kept))
+    try:
+        for path, target in moved:
+            if target:
+                shutil.copy2(target, _here(root, path))
+            elif os.path.lexists(_here(root, path)):
+                os.remove(_here(root, path))
+        lines = []
+        for path, entries in index_before.items():  # `git ls-files -s` lines; mode 0 takes a path out of the index
+            lines += entries or ["0 %s\t%s" % ("0" * len(head), path)]
+        done = _git(root, "update-index", "-z", "--index-info", input="\0".join(lines) + "\0")
+        if done.returncode != 0:
+            raise OSError(done.stderr.strip())
+    except OSError as exc:
+        return ("the update failed (git said: %s), and putting your files back failed too (%s). Your versions are "
+                "kept:\n    %s" % (why, exc, kept))
+    for _, target in moved:
+        if target:
+            os.remove(target)
+    for folder in sorted(made, key=len, reverse=True):  # a folder before its parent
+        if os.path.isdir(folder) and not os.listdir(folder):
+            os.rmdir(folder)
+    return ("the update failed, and everything is as it was before make update (your changed files are back in "
+            "place). git said:\n  %s" % why)
+
+
 def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(prog="python3 bootstrap.py", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["setup", "setup-lab", "lab", "test", "wheelhouse", "my-exercises", "which-torch",
-                                            "lock"])
+                                            "lock", "update"])
     parser.add_argument("--venv", default=os.environ.get("VENV", os.path.join(ROOT, ".venv")))
     parser.add_argument("--port", type=int, default=int(os.environ["PORT"]) if os.environ.get("PORT") else None)
     parser.add_argument("--torch", default=os.environ.get("TORCH") or None,
@@ -398,6 +616,8 @@ def main(argv=None):
     if args.command == "which-torch":
         say(torch_choice(args.torch)[1])
         return 0
+    if args.command == "update":
+        return update()
     wheels = wheelhouse_dir(args.wheelhouse)
     if args.command in ("setup", "setup-lab"):
         setup(args.venv, args.torch, wheels, dev=args.command == "setup")
