@@ -365,3 +365,22 @@ def test_benchmark_main_writes_its_section_and_skips_two_gpus_on_one(tmp_path, m
     printed = capsys.readouterr().out
     assert "section two_gpu skipped: it needs two GPUs and this machine has 1" in printed
     assert "training: eager 2, graph 2, partial 2 µs/step" in printed
+
+
+def test_the_join_without_fork_line_shows_the_cause_then_what_later_calls_returned():
+    # The recorded run's first error is the one the lesson names (cudaErrorStreamCaptureIsolation's message, pinned
+    # against cuda-bindings by tests/test_beyond_cuda.py); the line shows it, then the invalidated capture's error.
+    section = beyond_section("beyond")
+    errors = section["unforked_join"]["errors"]
+    text = " ".join(lesson.stream_lines(section).split())
+    assert errors[0].endswith("dependency created on uncaptured work in another stream"), errors
+    assert errors[-1].endswith("operation failed due to a previous error during capture"), errors
+    assert f"join without fork: exit 1, {errors[0]} then: {errors[-1]}" in text
+    import nbformat
+    from graphcourse.core.paths import ROOT
+    nb = nbformat.read(ROOT / "notebooks" / "10_beyond_one_stream.ipynb", as_version=4)
+    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "*dependency created on uncaptured work in another stream* (CUDA's message for " \
+           "`cudaErrorStreamCaptureIsolation`)" in prose
+    shown = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "join without fork: exit 1, torch.AcceleratorError: CUDA error: dependency created" in shown

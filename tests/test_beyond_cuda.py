@@ -62,7 +62,13 @@ def test_a_join_to_a_stream_that_was_never_forked_fails_the_capture():
     assert not done.ok, done.summary()
     assert beyond.result_line(done.stdout) is None, done.summary()      # the capture did not complete
     assert done.errors, done.summary()
-    print("recorded message:", done.errors[-1])
+    # the first error is the cause, cudaErrorStreamCaptureIsolation; every later call returns Invalidated
+    cudart = pytest.importorskip("cuda.bindings.runtime")
+    isolation = cudart.cudaGetErrorString(cudart.cudaError_t.cudaErrorStreamCaptureIsolation)[1].decode()
+    invalidated = cudart.cudaGetErrorString(cudart.cudaError_t.cudaErrorStreamCaptureInvalidated)[1].decode()
+    assert done.errors[0].endswith(isolation), (done.errors, isolation)
+    assert done.errors[-1].endswith(invalidated), (done.errors, invalidated)
+    print("CUDA's messages:", isolation, "|", invalidated)
 
 
 def test_a_fork_that_never_joins_fails_the_capture():

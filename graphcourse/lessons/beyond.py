@@ -151,13 +151,17 @@ def _wrap(text: str, indent: int = 4, width: int = 100) -> str:
 
 
 def _child_line(label: str, part: dict[str, Any] | None, why: str | None) -> str:
-    """What a recorded child process did: its exit code and its last error line, whole."""
+    """What a recorded child process did: its exit code, the first error (the cause) and, under it, the error the
+    later calls returned when it differs (an invalidated capture answers every later call with its own), whole."""
     if part is None:
         return f"{label}: {why}"
     errors = part.get("errors") or []
     if part.get("returncode") == 0 and not errors:
         return f"{label}: exit 0, the capture did not fail ({part.get('result')})"
-    return _wrap(f"{label}: exit {part.get('returncode')}, " + (errors[-1] if errors else "no error line"))
+    lines = [_wrap(f"{label}: exit {part.get('returncode')}, " + (errors[0] if errors else "no error line"))]
+    if errors and errors[-1] != errors[0]:
+        lines.append(_wrap(f"    then: {errors[-1]}", indent=10))
+    return "\n".join(lines)
 
 
 def stream_lines(section: dict[str, Any] | None) -> str:
