@@ -343,6 +343,40 @@ def test_the_explorer_wires_two_budget_sliders_to_render_tradeoff():
     assert "(a pool per graph)" in explorer.text and "'every 16'" in explorer.text
 
 
+def _budget_lines(fig, gid):
+    return [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_gid() == gid]
+
+
+def test_the_tradeoff_figure_draws_each_budget_as_a_labelled_line():
+    import matplotlib.pyplot as plt
+
+    _, fig = S.render_tradeoff(1218, S.chat_batch_distribution(256), _recorded(), "fake", capture_budget_s=0.3)
+    (mem,) = _budget_lines(fig, S.MEMORY_BUDGET_GID)
+    (cap,) = _budget_lines(fig, S.CAPTURE_BUDGET_GID)
+    assert list(mem.get_ydata()) == [1218, 1218] and "1218 MiB" in mem.get_label()
+    assert "one shared pool" in mem.get_label()
+    assert list(cap.get_ydata()) == [0.3, 0.3] and "0.30 s" in cap.get_label()
+    legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert mem.get_label() in legend and cap.get_label() in legend  # named on the plot, not only in the text
+    plt.close(fig)
+    _, fig = S.render_tradeoff(64, S.chat_batch_distribution(256), _recorded(), "fake", pool="private")
+    assert "a pool per graph" in _budget_lines(fig, S.MEMORY_BUDGET_GID)[0].get_label()
+    assert _budget_lines(fig, S.CAPTURE_BUDGET_GID) == []  # no capture budget (inf): no line
+    plt.close(fig)
+
+
+def test_the_explorer_sliders_show_their_whole_description_and_a_plain_number():
+    explorer = S.tradeoff_explorer(S.chat_batch_distribution(64), _recorded(), "fake", 1218, 0.3)
+    for control in explorer.controls.values():
+        assert control.style.description_width == "initial", control.description  # not cut to "memory ..."
+    memory = explorer.controls["memory_budget_mib"]
+    assert memory.description == "memory budget (MiB)"
+    assert memory.readout_format == S.MEMORY_READOUT_FORMAT == ",.0f"
+    assert format(memory.value, memory.readout_format) == "1,218"
+    assert "e+" not in format(2.0**12, memory.readout_format)  # the default ".3g" printed 4.1e+03
+    assert explorer.controls["capture_budget_s"].readout_format == ".2f"
+
+
 def test_choose_sizes_reads_the_chosen_pool_column_and_says_which_budget_binds():
     rows = S.tradeoff_rows(S.chat_batch_distribution(256), _recorded())
     assert S.choose_sizes(rows, memory_budget_bytes=40 * 2**20, pool="private").name == "every 16"  # 38 MiB

@@ -78,6 +78,36 @@ SOURCES: dict[str, dict[str, str]] = {
         "repo": "sgl-project/sglang", "commit": "(behaviour differs across versions; see the lesson)",
         "file": "python/sglang/srt/model_executor/cuda_graph_runner.py", "function": "CUDA_GRAPH_CAPTURE_FAILED_MSG",
     },
+    "vllm_kv_cache_sizing": {
+        "repo": "vllm-project/vllm", "commit": "35d5cda123ec28581759b6d34cde8052314fb1e6",
+        "file": "vllm/v1/worker/gpu_worker.py",
+        "function": "Worker.determine_available_memory, compile_or_warm_up_model (before the graph estimate)",
+    },
+    "vllm_cudagraph_estimate": {
+        "repo": "vllm-project/vllm",
+        "commit": "(not read at a commit: added off by default by PR #30515; its log says on since v0.21.0)",
+        "file": "vllm/envs.py, vllm/v1/worker/gpu_worker.py",
+        "function": "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; GPUModelRunner.profile_cudagraph_memory",
+    },
+    "vllm_kv_cache_update_op": {
+        "repo": "vllm-project/vllm", "commit": "71169c16e9880bb04020f0479a847dc378920f0a",
+        "file": "vllm/model_executor/layers/attention/attention.py",
+        "function": "unified_kv_cache_update; unified_attention_with_output(kv_cache_dummy_dep)",
+    },
+    "vllm_splitting_kv_update": {
+        "repo": "vllm-project/vllm", "commit": "(not read at a commit: see the lesson; vLLM issue #33267)",
+        "file": "vllm/config/compilation.py",
+        "function": "CompilationConfig.set_splitting_ops_for_v1 appends vllm::unified_kv_cache_update",
+    },
+    "sglang_mem_fraction": {
+        "repo": "sgl-project/sglang", "commit": "001067fffe33427bee0ed2f007fb7551a1d76b44",
+        "file": "python/sglang/srt/server_args.py",
+        "function": "ServerArgs._handle_gpu_memory_settings, reserve_for_graph_mb, post_capture_kv_sizing_planned",
+    },
+    "sglang_post_capture_kv_sizing": {
+        "repo": "sgl-project/sglang", "commit": "0003215cf1464f44b389cd0b18d0b4c56f2a3da6",
+        "file": "python/sglang/srt/environ.py", "function": "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING = EnvBool(False)",
+    },
     "caching_allocator": {
         "repo": "pytorch/pytorch", "commit": "001074d25084fdb87a799823e395a50f5ec044d3",
         "file": "c10/cuda/CUDACachingAllocator.cpp",

@@ -36,6 +36,7 @@ from ..gpulib.capture_sizes import (  # the lesson reads the engines' rules unde
 )
 
 __all__ = [
+    "CAPTURE_BUDGET_GID", "CAPTURE_READOUT_FORMAT", "MEMORY_BUDGET_GID", "MEMORY_READOUT_FORMAT",
     "SOURCES", "TradeoffRow", "candidate_lists", "chat_batch_distribution", "choose_sizes",
     "fit_capture_cost", "render_tradeoff", "sglang_default_max_bs", "sglang_default_sizes",
     "sglang_sizes_2025", "tradeoff_explorer", "tradeoff_figure", "tradeoff_rows", "uniform_distribution",
@@ -166,8 +167,20 @@ def choose_sizes(rows: Iterable[TradeoffRow], *, memory_budget_bytes: float = ma
 # --------------------------------------------------------------------------- plot and widget
 
 
-def tradeoff_figure(rows: list[TradeoffRow], label: str, highlight: str | None = None) -> Any:
-    """Capture time and memory (recorded, with min..max) and padding waste against the number of captured sizes."""
+MEMORY_BUDGET_GID = "memory-budget"
+"""The ``gid`` of the memory-budget line on :func:`tradeoff_figure`'s cost panel."""
+CAPTURE_BUDGET_GID = "capture-budget"
+"""The ``gid`` of the capture-time-budget line on :func:`tradeoff_figure`'s cost panel."""
+
+
+def tradeoff_figure(rows: list[TradeoffRow], label: str, highlight: str | None = None,
+                    memory_budget_mib: float | None = None, capture_budget_s: float | None = None,
+                    pool: str = "shared") -> Any:
+    """Capture time and memory (recorded, with min..max) and padding waste against the number of captured sizes.
+
+    Budgets that are given and finite are drawn as labelled horizontal lines on the cost panel (the
+    memory budget on the memory axis, read against `pool`'s column; the capture budget on the time axis).
+    """
     import matplotlib.pyplot as plt
 
     from .palette import COLORS
@@ -188,6 +201,13 @@ def tradeoff_figure(rows: list[TradeoffRow], label: str, highlight: str | None =
         ax_mem.plot(tx, [r.private_bytes / 2**20 for r in timed], marker="^", linestyle="--",
                     color=COLORS["sync"], label="a pool per graph, MiB")
         ax_mem.set_ylabel("graph memory (MiB)")
+        if memory_budget_mib is not None and math.isfinite(memory_budget_mib):
+            ax_mem.axhline(memory_budget_mib, color=COLORS["launch"], linestyle=":", linewidth=1.5,
+                           gid=MEMORY_BUDGET_GID,
+                           label=f"memory budget {memory_budget_mib:.0f} MiB ({POOLS[pool]})")
+        if capture_budget_s is not None and math.isfinite(capture_budget_s):
+            ax_cost.axhline(capture_budget_s, color=COLORS["graph_launch"], linestyle="-.", linewidth=1.5,
+                            gid=CAPTURE_BUDGET_GID, label=f"capture budget {capture_budget_s:.2f} s")
         lines = ax_cost.get_legend_handles_labels()[0] + ax_mem.get_legend_handles_labels()[0]
         ax_cost.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="upper left")
         ax_cost.set_title(f"capture cost ({label})", fontsize=9)
@@ -257,7 +277,15 @@ def render_tradeoff(memory_budget_mib: float, distribution: Mapping[int, float],
         best, text = None, str(exc)
     if any(r.capture_s is not None for r in rows):
         text += "\n" + binding_budget(rows, budget, capture_budget_s, pool)
-    return "\n".join([text, *tradeoff_lines(rows)]), tradeoff_figure(rows, label, best.name if best else None)
+    figure = tradeoff_figure(rows, label, best.name if best else None, memory_budget_mib=memory_budget_mib,
+                             capture_budget_s=capture_budget_s, pool=pool)
+    return "\n".join([text, *tradeoff_lines(rows)]), figure
+
+
+MEMORY_READOUT_FORMAT = ",.0f"
+"""Readout of the memory slider: a plain number of MiB ("1,218"), not the slider's default "1.22e+3"."""
+CAPTURE_READOUT_FORMAT = ".2f"
+"""Readout of the capture-time slider, in seconds."""
 
 
 def tradeoff_explorer(distribution: Mapping[int, float], recorded: Mapping[str, Any] | None,
@@ -273,12 +301,16 @@ def tradeoff_explorer(distribution: Mapping[int, float], recorded: Mapping[str, 
 
     from .widgets import Explorer
 
+    wide = {"description_width": "initial"}  # the whole description, not cut to the default width
     controls = {
-        "memory_budget_mib": widgets.FloatLogSlider(value=memory_budget_mib, base=2, min=0, max=12, step=0.25,
-                                                    description="memory MiB", continuous_update=False),
-        "capture_budget_s": widgets.FloatLogSlider(value=capture_budget_s, base=10, min=-2, max=2, step=0.1,
-                                                   description="capture s", continuous_update=False),
-        "pool": widgets.Dropdown(options=[(v, k) for k, v in POOLS.items()], value=pool, description="memory of"),
+        "memory_budget_mib": widgets.FloatLogSlider(
+            value=memory_budget_mib, base=2, min=0, max=12, step=0.25, description="memory budget (MiB)",
+            readout_format=MEMORY_READOUT_FORMAT, continuous_update=False, style=wide),
+        "capture_budget_s": widgets.FloatLogSlider(
+            value=capture_budget_s, base=10, min=-2, max=2, step=0.1, description="capture budget (s)",
+            readout_format=CAPTURE_READOUT_FORMAT, continuous_update=False, style=wide),
+        "pool": widgets.Dropdown(options=[(v, k) for k, v in POOLS.items()], value=pool,
+                                 description="memory read against", style=wide),
     }
     return Explorer(controls, render_tradeoff,
                     fixed={"distribution": distribution, "recorded": recorded, "label": label})
