@@ -38,7 +38,8 @@ DEFAULT_PORT = 8888
 FIRST_PAGE = "notebooks/00_setup_check.ipynb"
 RELEASE_MANIFEST = "release.json"  # a folder holding it is a built release (graphcourse.authoring.release)
 # JupyterLab defaults for the course (overrides.json): the README and other markdown open
-# rendered, so a lesson's "Contents" link shows the course index with working links.
+# rendered, so a lesson's "Contents" link shows the course index with working links; closing a
+# lesson's tab shuts its kernel down. Its jupyter_server_config.py shuts down kernels idle an hour.
 LAB_SETTINGS_DIR = os.path.join(ROOT, "graphcourse", "lab_settings")
 STAMP = ".course-installed"          # everything: the course, its tools and the test tools
 LAB_STAMP = ".course-installed-lab"  # what a learner needs: the course and its tools
@@ -336,6 +337,15 @@ def course_env(course):
     return env
 
 
+def lab_env(course):
+    """The environment of `make lab`: course_env, and the course's Jupyter Server settings (LAB_SETTINGS_DIR's
+    jupyter_server_config.py: idle kernels shut down) added to JUPYTER_CONFIG_PATH."""
+    env = course_env(course)
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+        [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p] + [LAB_SETTINGS_DIR])
+    return env
+
+
 def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False):
     if no_setup:  # make has set up already (its lab target depends on setup)
         python = venv_python(os.path.abspath(venv))
@@ -345,7 +355,7 @@ def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False)
         python = setup(venv, torch_spec, wheels, dev=False)
     port = pick_port(port)
     course = learner_course(python)
-    env = course_env(course)
+    env = lab_env(course)
     subprocess.call([python, "-m", "graphcourse.authoring.mycopy", "--quiet"], cwd=course, env=env)
     where = "" if course == ROOT else " (the course learners get, built from this repository into build/release)"
     say("Opening the course%s: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
