@@ -112,7 +112,10 @@ def test_an_unpublished_course_links_to_no_repository(tmp_path):
     assert repo is None and branch == "main"
     path = ROOT / "notebooks" / "05_decode_loop.ipynb"
     link = nav.colab_link_source(path, repo, branch)
-    assert "colab.research.google.com" not in link and "make nav" in link
+    assert "colab.research.google.com" not in link and "lesson 00 says why" in link
+    first = nav.colab_link_source(ROOT / "notebooks" / "00_setup_check.ipynb", repo, branch)
+    assert "not published on GitHub yet" in first and "colab.research.google.com" not in first
+    assert "make nav" not in first + link, "the fix is the author's (README), not the learner's"
     setup = nav.colab_setup_source(path, repo, branch)
     assert "git" not in setup and 'if "google.colab" in sys.modules:' in setup
     exec(compile(setup, "colab-setup", "exec"), {})  # off Colab it does nothing

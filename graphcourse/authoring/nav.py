@@ -57,16 +57,17 @@ def colab_url(path: Path, repo: str, branch: str) -> str:
 
 
 UNPUBLISHED_LINK = (
-    "**On a free GPU (Colab):** this copy of the course is not published on GitHub yet, so it has no "
-    "\"Open in Colab\" link. Whoever publishes it sets `repository` under `[tool.graphcourse]` in "
-    "pyproject.toml and runs `make nav`; the link then appears here. Until then, the GPU parts run on any "
-    "machine with an NVIDIA GPU (README, \"Set-up\"), and on a machine without one they show the "
-    "figures recorded on the H200.")
+    "**On a free GPU (Colab):** this copy of the course is not published on GitHub yet, so its lessons have no "
+    "*Open in Colab* link. The GPU parts run live on any machine with an NVIDIA GPU (README, \"Set-up\"); on a "
+    "machine without one they show the figures recorded on the H200, labelled as recorded.")
+"""What the first lesson says while `repository` is unset (README, "Teaching with it", tells the author what to set)."""
+UNPUBLISHED_SHORT = "**Colab:** no *Open in Colab* link yet (lesson 00 says why)."
+"""What every later lesson says instead: the paragraph once, not in every lesson."""
 
 
 def colab_link_source(path: Path, repo: str | None, branch: str) -> str:
     if repo is None:
-        return UNPUBLISHED_LINK
+        return UNPUBLISHED_LINK if Path(path).name.startswith("00_") else UNPUBLISHED_SHORT
     return (f"[Open in Colab]({colab_url(path, repo, branch)}) to run this lesson on a free GPU: "
             "the next cell installs the course there (anywhere else it does nothing).")
 
