@@ -82,6 +82,13 @@ RELEASE ?= build/release
 release: setup
 	$(PY) -m graphcourse.authoring.release --out $(RELEASE)
 
+# The Gradescope autograder (docs/grading.md, "On Gradescope"): setup.sh, run_autograder, the grader and solutions/
+# (Gradescope never shows an autograder's files to students) in one zip to upload under Configure Autograder.
+AUTOGRADER ?= build/autograder.zip
+.PHONY: autograder
+autograder: setup
+	$(PY) -m graphcourse.grading.gradescope_bundle --out $(AUTOGRADER)
+
 # Every wheel the course needs, for a room without network: copy the course folder with
 # wheelhouse/ to each laptop; `make lab` there installs from it.
 wheelhouse:
