@@ -33,6 +33,23 @@ def test_vllm_default_sizes_follow_the_rule_read_in_set_cudagraph_sizes():
         S.vllm_default_sizes(performance_mode="fast")
 
 
+def test_vllm_default_sizes_add_the_uniform_decode_sizes_of_speculative_decoding():
+    """By hand from _set_cudagraph_sizes at 000fc94b, query length 3 (two speculative tokens)."""
+    # max_num_seqs 20: largest min(20 * 3 * 2, 512) = 120; request counts 1, 2, 4, 8, 16 and 20 itself,
+    # times 3: 3, 6, 12, 24, 48, 60; the grid 1, 2, 4, 8..120 lacks 3, 6, 12 and 60
+    assert S.vllm_default_sizes(20, 8192, decode_query_len=3) == (
+        1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 60, 64, 72, 80, 88, 96, 104, 112, 120)
+    # max_num_seqs 64: largest 384; 3 * (1, 2, 4, 8..64) adds 3, 6, 12 to the 3 + 31 + 9 grid sizes
+    sizes = S.vllm_default_sizes(64, 8192, decode_query_len=3)
+    assert sizes[:7] == (1, 2, 3, 4, 6, 8, 12) and sizes[-1] == 384 and len(sizes) == 46
+    # a token cap of 100: the grid stops at 96, 100 is appended, and uniform sizes above 100 are dropped
+    capped = S.vllm_default_sizes(64, 100, decode_query_len=3)
+    assert capped == (1, 2, 3, 4, 6, 8, 12) + tuple(range(16, 97, 8)) + (100,)
+    assert S.vllm_default_sizes(decode_query_len=1) == S.vllm_default_sizes()  # plain decode: no extra sizes
+    with pytest.raises(ValueError):
+        S.vllm_default_sizes(decode_query_len=0)
+
+
 def test_vllm_batch_defaults_by_gpu():
     assert S.vllm_batch_defaults(140, "NVIDIA H200") == (1024, 8192)
     assert S.vllm_batch_defaults(80, "NVIDIA A100-SXM4-80GB") == (256, 2048)

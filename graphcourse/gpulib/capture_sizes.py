@@ -45,11 +45,34 @@ SOURCES: dict[str, dict[str, str]] = {
     "vllm_dispatch": {
         "repo": "vllm-project/vllm", "commit": "ae2e8e62cea0f6c030f92234cb863acdc48658cb",
         "file": "vllm/v1/cudagraph_dispatcher.py",
-        "function": "CudagraphDispatcher._compute_bs_to_padded_graph_size, dispatch, get_capture_descs",
+        "function": "Model Runner V1: CudagraphDispatcher._compute_bs_to_padded_graph_size, dispatch, get_capture_descs",
     },
     "vllm_capture_order": {
         "repo": "vllm-project/vllm", "commit": "4e1790651fc758c06c7a903dd4cd82364ac91b27",
-        "file": "vllm/v1/worker/gpu_model_runner.py", "function": "GPUModelRunner.capture_model, _capture_cudagraphs",
+        "file": "vllm/v1/worker/gpu_model_runner.py",
+        "function": "Model Runner V1: GPUModelRunner.capture_model, _capture_cudagraphs",
+    },
+    "vllm_v2_default": {
+        "repo": "vllm-project/vllm", "commit": "000fc94b754f66aeb60ef5acf1ea2e94cdc65164",
+        "file": "vllm/config/vllm.py",
+        "function": "VllmConfig.use_v2_model_runner, _get_v2_model_runner_unsupported_features "
+                    "(default for all models since PR #53183)",
+    },
+    "vllm_v2_cudagraphs": {
+        "repo": "vllm-project/vllm", "commit": "00383f8c782b1dffcf629664639e99636c3d8cab",
+        "file": "vllm/v1/worker/gpu/cudagraph_utils.py",
+        "function": "Model Runner V2: CudaGraphManager.__init__, capture, get_cudagraph_runtime_mode; "
+                    "get_cudagraph_sizes, capture_graphs",
+    },
+    "vllm_breakable_default": {
+        "repo": "vllm-project/vllm", "commit": "000fc94b754f66aeb60ef5acf1ea2e94cdc65164",
+        "file": "vllm/config/vllm.py",
+        "function": "DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES, VllmConfig._maybe_enable_breakable_cudagraph",
+    },
+    "vllm_breakable_cudagraph": {
+        "repo": "vllm-project/vllm", "commit": "7fd795322cf0131764e80a1e57d19c36e7a8bcc4",
+        "file": "vllm/compilation/breakable_cudagraph.py",
+        "function": "module docstring; eager_break_during_capture, BreakableCUDAGraphCapture.add_eager",
     },
     "vllm_splitting_ops": {
         "repo": "vllm-project/vllm", "commit": "ee525ce4fc8c9cfdedbbad878dcb2bccbb3c4b95",
@@ -85,7 +108,7 @@ SOURCES: dict[str, dict[str, str]] = {
     },
     "vllm_cudagraph_estimate": {
         "repo": "vllm-project/vllm",
-        "commit": "(not read at a commit: added off by default by PR #30515; its log says on since v0.21.0)",
+        "commit": "(vLLM PR #30515: added, off by default; the worker's log line: on by default since v0.21.0)",
         "file": "vllm/envs.py, vllm/v1/worker/gpu_worker.py",
         "function": "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; GPUModelRunner.profile_cudagraph_memory",
     },
@@ -95,7 +118,7 @@ SOURCES: dict[str, dict[str, str]] = {
         "function": "unified_kv_cache_update; unified_attention_with_output(kv_cache_dummy_dep)",
     },
     "vllm_splitting_kv_update": {
-        "repo": "vllm-project/vllm", "commit": "(not read at a commit: see the lesson; vLLM issue #33267)",
+        "repo": "vllm-project/vllm", "commit": "(vLLM PR #33441, for issue #33267)",
         "file": "vllm/config/compilation.py",
         "function": "CompilationConfig.set_splitting_ops_for_v1 appends vllm::unified_kv_cache_update",
     },
@@ -169,20 +192,32 @@ def vllm_batch_defaults(gpu_memory_gib: float, gpu_name: str = "", usage: str = 
 
 
 def vllm_default_sizes(max_num_seqs: int = 1024, max_num_batched_tokens: int = 8192, *,
-                       blackwell: bool = False, performance_mode: str = "balanced") -> tuple[int, ...]:
-    """vLLM's default ``cudagraph_capture_sizes`` for plain decoding (one token per request, no speculation).
+                       blackwell: bool = False, performance_mode: str = "balanced",
+                       decode_query_len: int = 1) -> tuple[int, ...]:
+    """vLLM's default ``cudagraph_capture_sizes``, in tokens; ``decode_query_len`` is 1 plus the speculative tokens.
 
     From ``VllmConfig._set_cudagraph_sizes``: the largest size is
-    ``min(max_num_seqs * 2, 512)`` (1024 on data-centre Blackwell), capped by
+    ``min(max_num_seqs * decode_query_len * 2, 512)`` (1024 on data-centre Blackwell), capped by
     ``max_num_batched_tokens``; the list is 1, 2, 4, then every 8 below 256, then every 16 up to
     the largest size, and ``max_num_batched_tokens`` itself when it fits. In
-    ``performance_mode="interactivity"`` every size from 1 to 32 replaces 1, 2, 4.
+    ``performance_mode="interactivity"`` every size from 1 to 32 replaces 1, 2, 4. With speculative
+    decoding (``decode_query_len > 1``) it also appends the uniform-decode sizes ``n * decode_query_len``
+    for request counts ``n`` of 1, 2, 4, every 8 below 256, every 16 from 256, and ``max_num_seqs``
+    itself (all at most ``max_num_seqs`` and 512, or 1024), those that fit under the largest size.
+    Dynamic speculative decoding (a query length per batch-size tier) is left out.
     """
-    if max_num_seqs < 1 or max_num_batched_tokens < 1:
-        raise ValueError("max_num_seqs and max_num_batched_tokens are at least 1.")
+    if max_num_seqs < 1 or max_num_batched_tokens < 1 or decode_query_len < 1:
+        raise ValueError("max_num_seqs, max_num_batched_tokens and decode_query_len are at least 1.")
     if performance_mode not in ("balanced", "interactivity", "throughput"):
         raise ValueError("performance_mode is 'balanced', 'interactivity' or 'throughput'.")
-    largest = min(max_num_seqs * 2, 1024 if blackwell else 512)
+    default_largest = 1024 if blackwell else 512
+    largest = min(max_num_seqs * decode_query_len * 2, default_largest)
+    uniform_decode: list[int] = []
+    if decode_query_len > 1:
+        reqs = min(max_num_seqs, default_largest)
+        counts = [n for n in (1, 2, 4) if n <= reqs] + list(range(8, min(reqs + 1, 256), 8))
+        counts += list(range(256, reqs + 1, 16)) + [reqs]
+        uniform_decode = sorted({n * decode_query_len for n in counts if n * decode_query_len <= largest})
     largest = min(max_num_batched_tokens, largest)
     if performance_mode == "interactivity":
         sizes = list(range(1, min(largest, 32) + 1))
@@ -194,6 +229,7 @@ def vllm_default_sizes(max_num_seqs: int = 1024, max_num_batched_tokens: int = 8
         sizes += list(range(256, largest + 1, 16))
     if max_num_batched_tokens <= largest and max_num_batched_tokens not in sizes:
         sizes.append(max_num_batched_tokens)
+    sizes += [b for b in uniform_decode if b <= max_num_batched_tokens]
     return tuple(sorted(set(sizes)))
 
 
