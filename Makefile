@@ -198,6 +198,20 @@ check: setup
 	@if [ -z "$(strip $(NB))" ]; then echo "no exercise notebooks in my-work/: run make my-exercises first (or give NB=path/to/notebook.ipynb)"; exit 2; fi
 	$(PY) -m pytest -v --no-header -p graphcourse.authoring.selfcheck -p no:randomly -p no:cacheprovider --nbval-lax --nbval-current-env $(NB)
 
+# Grade your own copies in my-work/ as the instructor will (every check, the hidden ones too, against the model
+# answers in solutions/) into my_grades.json, with a table in the terminal; no root or bubblewrap needed: your own
+# notebooks run as you, not confined (a class is graded confined: make grade). The course as published to learners
+# has no solutions/: there it says so and points to make check. Spelled out:
+#   .venv/bin/python -m graphcourse.grading my-work/ --own-work --report my_grades.json
+MY_WORK ?= my-work
+MY_GRADES ?= my_grades.json
+GRADE_ARGS ?=
+.PHONY: grade-me
+grade-me: $(LAB_STAMP)
+	@if [ -z "$(strip $(wildcard $(patsubst exercises/%,$(MY_WORK)/%,$(wildcard exercises/*.ipynb))))" ]; then echo "no exercise notebooks in $(MY_WORK)/: run make my-exercises first (it makes your own copies there)"; exit 2; fi
+	@if [ -z "$(wildcard solutions/*.ipynb)" ]; then echo "grading needs the model answers in solutions/, which this copy of the course leaves out: self-check with make check (or check(\"ex03\") in a notebook); your instructor grades with the hidden checks"; exit 2; fi
+	$(PY) -m graphcourse.grading $(MY_WORK)/ --own-work --report $(MY_GRADES) $(GRADE_ARGS)
+
 # Grade a class, each learner confined (bubblewrap; see docs/grading.md): sudo make grade CLASS=path/to/class
 grade: setup
 	$(PY) -m graphcourse.grading $(CLASS) --report grades.json --csv grades.csv --feedback feedback/ --junit grades.xml

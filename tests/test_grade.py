@@ -173,7 +173,9 @@ def test_a_check_that_needs_cuda_earns_nothing_here_and_says_so(graded):
     m = _learner(graded, "honest")["exercises"]["ex01_add"]
     assert m["checks"]["ex01_add/on-gpu"]["status"] == "not-graded"
     assert "needs a CUDA GPU" in m["message"] and m["open"] == 1
-    assert "passed*" in graded["proc"].stdout
+    row = next(line for line in graded["proc"].stdout.splitlines() if line.startswith("honest "))
+    assert "ex01 2/3*" in row and "* some checks were not graded on this machine" in graded["proc"].stdout, (
+        graded["proc"].stdout)
 
 
 def test_the_stub_earns_nothing_and_reads_not_answered_yet(graded):
@@ -181,6 +183,33 @@ def test_the_stub_earns_nothing_and_reads_not_answered_yet(graded):
     assert rec["total"] == 0
     for m in rec["exercises"].values():
         assert m["message"].startswith("not answered yet") and m["status"] == "not-answered", m
+    row = next(line for line in graded["proc"].stdout.splitlines() if line.startswith("stub "))
+    assert "not answered: ex01*, ex02" in row and "error" not in row, row  # *: ex01's CUDA point is still open
+    assert "0/3 not answered" in (graded["out"] / "feedback" / "stub.html").read_text()
+
+
+@pytest.mark.parametrize("run", ["graded", "graded_books"])
+def test_the_terminal_table_fits_a_hundred_columns(run, request):
+    """The class runs' tables (one notebook, and two with some not handed in) fit a terminal; the details are in
+    the CSV, JSON and feedback."""
+    out = request.getfixturevalue(run)["proc"].stdout
+    table = out[: out.index("learner(s) graded in")]
+    assert table.startswith("learner") and max(len(line) for line in table.splitlines()) <= reports.TABLE_WIDTH, table
+
+
+def test_the_table_keeps_long_names_whole_and_every_line_short():
+    ids = [f"ex{i:02d}_{'x' * 20}" for i in range(1, 17)]
+    marks = {ex: {"points": 0, "max": 5, "status": s} for ex, s in
+             zip(ids, ["passed", "partial", "failed", "error", "timeout", "missing", "not-answered", "review"] * 2)}
+    books = {"06_exercises.ipynb": {"status": "graded", "points": 3, "max": 50, "open": 1, "exercises": ids[:10]},
+             "07_compile_and_control_flow_and_more.ipynb": {"status": "not-handed-in", "points": 0, "max": 30,
+                                                            "exercises": ids[10:]}}
+    long_name = "a-learner-with-a-very-long-folder-name-" + "y" * 30
+    report = {"learners": {name: {"total": 3, "max": 80, "open": 1, "status": "graded", "exercises": marks,
+                                  "notebooks": books} for name in ("ada", long_name)}}
+    table = reports.table(report)
+    assert max(len(line) for line in table.splitlines()) <= reports.TABLE_WIDTH, table
+    assert long_name in table.splitlines() and "not answered: ex07" in table and "not handed in" in table
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))

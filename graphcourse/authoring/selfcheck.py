@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -118,13 +119,21 @@ def run_check(c: dict, namespace: dict, quiet: bool = True) -> tuple[dict, dict,
     try:
         with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
             exec(compile(c["source"], f"<check {c['id']}>", "exec"), namespace)
-    except Exception as exc:  # the learner's code broke the check: say what, keep going
-        error = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # the learner's code broke the check: say what (never running its code), keep going
+        error = _exception_text(exc)
     finally:
         module.observe.label("notebook")
     obs = dict(module.observe.recorded().get(c["id"], {}))
     hints = {k: v for k, v in module.observe.hints().items() if k in obs}
     return obs, hints, error
+
+
+def _exception_text(exc: BaseException) -> str:
+    """"Name: message" of an exception, read without calling anything its class defines (the class may be the
+    answer's own): the nearest built-in or toygraph class's name, and the message only where observe reads it safely."""
+    module = _observe_module()
+    said = module.exception_message(exc)
+    return module._exception_name(exc) + (f": {said}" if said else "")
 
 
 def missing_need(c: dict) -> str | None:
@@ -137,8 +146,13 @@ def missing_need(c: dict) -> str | None:
     return None
 
 
-def verdict(c: dict, expected: dict | None, obs: dict, hints: dict, error: str | None) -> tuple[str, list[str]]:
-    """("passed" | "differs" | "error" | "not checked", reasons) for one check."""
+def verdict(c: dict, expected: dict | None, obs: dict, hints: dict, error: str | None,
+            said: dict | None = None) -> tuple[str, list[str]]:
+    """("passed" | "differs" | "error" | "not checked", reasons) for one check.
+
+    said: key -> the message of the exception the learner's code raised there (observe.said), shown beside
+    "raised X"; the hashed record is the exception's name alone."""
+    said = said or {}
     need = missing_need(c)
     if need:
         return "not checked", [CUDA_NOTE if need == "cuda" else CUDA2_NOTE]
@@ -153,7 +167,8 @@ def verdict(c: dict, expected: dict | None, obs: dict, hints: dict, error: str |
             reasons.append(f"{key}: nothing was observed (did an earlier step fail?)")
         elif digest(c["id"], key, obs[key]) != want:
             got = obs[key]
-            what = (f"raised {got['raised']}" if "raised" in got else
+            what = (f"raised {got['raised']}" + (f": {said[key]}" if isinstance(said.get(key), str) else "")
+                    if "raised" in got else
                     f"returned a {got['value']['unplain']}, not plain data" if isinstance(got.get("value"), dict)
                     and "unplain" in got["value"] else "differs from the model answer")
             if "raised" in got and got["raised"] == "NotImplementedError":
@@ -264,7 +279,8 @@ def check(exercise: str | None = None, *, namespace: dict | None = None, folder:
             current = c["exercise"]
             print(current)
         obs, hints, error = run_check(c, ns)
-        status, reasons = verdict(c, expected.get(c["id"], {}).get("expect"), obs, hints, error)
+        status, reasons = verdict(c, expected.get(c["id"], {}).get("expect"), obs, hints, error,
+                                  _observe_module().observe.said(c["id"]))
         results[c["id"]] = (status, reasons)
         mark = {"passed": "PASS", "differs": "FAIL", "error": "FAIL", "not checked": "----"}[status]
         print(f"  {mark} {c['name']} ({c['points']} point{'s' * (c['points'] != 1)})")
@@ -347,7 +363,8 @@ def _verify(check_id: str) -> None:
     c = pristine_checks().get(check_id, {"id": check_id, "needs": []})
     obs = dict(module.observe.recorded().get(check_id, {}))
     hints = {k: v for k, v in module.observe.hints().items() if k in obs}
-    status, reasons = verdict(c, load_expected().get(check_id, {}).get("expect"), obs, hints, None)
+    status, reasons = verdict(c, load_expected().get(check_id, {}).get("expect"), obs, hints, None,
+                              module.observe.said(check_id))
     if status == "not checked":
         print(f"{check_id}: {'; '.join(reasons)}")
         return
@@ -366,6 +383,74 @@ def _rename(item, nodeid: str) -> None:
         item._nodeid = nodeid
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_PLUMBING = ("__selfcheck", "/graphcourse/authoring/selfcheck.py", "/graphcourse/grading/observe.py", "File <check ")
+_HEADER = re.compile(r"^(\S+)\s+Traceback \(most recent call last\)$")
+
+
+def plain_traceback(traceback: str) -> tuple[str, str]:
+    """(the frames of the learner's cells, the error) from a kernel's traceback: no ANSI colour codes, none of the
+    self-check's own frames (its wrapper's exec(compile(...)), _verify, observe), only the frames of notebook cells
+    ("Cell In[n], line k"), or the last frame where none is a cell's."""
+    lines = [ln.rstrip() for ln in _ANSI.sub("", traceback or "").splitlines()]
+    ename = ""
+    start = 0
+    for i, ln in enumerate(lines):
+        m = _HEADER.match(ln)
+        if m:
+            ename, start = m[1], i + 1  # the last exception of a chain is the one that ended the cell
+    body = lines[start:]
+    cut = next((i for i in range(len(body) - 1, -1, -1) if ename and (body[i] == ename or body[i].startswith(ename + ":"))),
+               len(body))
+    error = "\n".join(body[cut:]).strip()
+    frames, block = [], []
+    for ln in body[:cut] + [""]:
+        if ln.strip():
+            block.append(ln)
+        elif block:
+            frames.append("\n".join(block))
+            block = []
+    frames = [f for f in frames if not any(mark in f for mark in _PLUMBING)]
+    cells = [f for f in frames if f.startswith("Cell In[")]
+    return "\n\n".join(cells or frames[-1:]), error or (ename or "an error")
+
+
+def _readable_failure(item, excinfo) -> str:
+    """A failing cell's report for a terminal: what failed (the check by name, or your cell and its error line),
+    without nbval's plumbing or colour codes."""
+    exc = excinfo.value
+    if type(exc).__name__ != "NbCellError":  # not the cell's doing (a kernel that died, a timeout...): nbval's words
+        return _ANSI.sub("", str(type(item).repr_failure(item, excinfo)))
+    frames, error = plain_traceback(getattr(exc, "inner_traceback", "") or "")
+    check = getattr(item, "_selfcheck_check", None)
+    if check is not None and error.startswith("AssertionError: ") and " differs from the model answer" in error:
+        return error[len("AssertionError: "):]  # the check's verdict: its reasons and hints, nothing else
+    label = getattr(item, "_selfcheck_label", f"cell {getattr(item, 'cell_num', '?')}")
+    if "Timeout of" in str(exc):
+        return f"{label}: {exc} (an endless loop?)"
+    if check is not None:
+        head = f"{label}: the check stopped with an error from your code"
+    else:
+        head = f"{label} raised an error"
+        source = getattr(getattr(item, "_selfcheck_source", None), "strip", lambda: "")()
+        if source and not frames:
+            frames = "\n".join(f"{n:4d} | {ln}" for n, ln in enumerate(source.splitlines(), 1))
+    return "\n\n".join(part for part in (head + ":", frames, error) if part)
+
+
+def _readable(item, label: str, check: dict | None) -> None:
+    """Give an nbval item the readable failure report and a heading that names it (not "Cell 5")."""
+    import types
+
+    item._selfcheck_check = check
+    item._selfcheck_label = label
+    item._selfcheck_source = getattr(item, "cell", {}).get("source", "")
+    item.repr_failure = types.MethodType(_readable_failure, item)
+    where = item.nodeid.split("::")[0]
+    item.reportinfo = lambda: (item.path, 0, f"{where}::{label}")
+    item.__dict__.pop("location", None)  # computed from reportinfo on first use
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
     """Name nbval's cell items by exercise and check, and run the course's own check cells with a verdict."""
     checks = pristine_checks()
@@ -382,9 +467,12 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         if role == "check" and ex:
             c = checks.get(f"{ex}/{spec.get('name')}") if spec.get("name") else None
             c = c or by_cell_id.get(cell.get("id"))
+        _readable(item, "set-up" if role == "setup" else f"{ex}/your answer" if ex and role == "answer"
+                  else f"{ex}/given cell" if ex else f"cell {getattr(item, 'cell_num', '?')}", None)
         if c is not None and not c["points"]:
             _rename(item, f"{path}::{ex}/given cell")
         elif c is not None:
+            _readable(item, c["id"], c)
             need = missing_need(c)
             if need:
                 import pytest

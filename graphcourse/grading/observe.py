@@ -108,6 +108,45 @@ def _exception_name(exc: BaseException) -> str:
     return "BaseException"
 
 
+MAX_SAID = 500  # characters of an exception's message shown beside "raised X"
+_ARGS = BaseException.__dict__["args"]  # the args slot itself: reading it runs no code of the exception's class
+_BASE_STR = BaseException.__str__
+_ModuleType = _type(_sys)
+
+
+def _course_class(cls) -> bool:
+    """Whether cls is a class toygraph's own modules define (found by identity, reading nothing of cls)."""
+    for name, module in _list(_sys.modules.items()):
+        if _type(name) is not _str or not (name == "toygraph" or name.startswith("toygraph.")) \
+                or _type(module) is not _ModuleType:
+            continue
+        for val in _dict.values(_vars(module)):
+            if val is cls:
+                return True
+    return False
+
+
+def exception_message(exc: BaseException) -> str | None:
+    """The message of a built-in or toygraph exception, read from its args without calling any of its methods; None
+    for any other class (an answer's own exception class, or one with its own __str__, could run code when shown).
+
+    Only str args count (a KeyError's key could be an object of the answer's), cut to MAX_SAID characters. Display
+    only: a record's compared value is its "raised" name alone."""
+    cls = _type(exc)
+    if _id(cls) not in _BUILTIN_EXCEPTIONS:
+        if not _course_class(cls) or _vars(cls).get("__str__", _BASE_STR) is not _BASE_STR \
+                or _getattr(cls, "__str__", None) is not _BASE_STR:
+            return None
+    args = _ARGS.__get__(exc, BaseException)
+    if _type(args) is not _tuple:
+        return None
+    parts = [a for a in args if _type(a) is _str and a]
+    if not parts:
+        return None
+    text = "; ".join(parts)
+    return text if _len(text) <= MAX_SAID else text[: MAX_SAID - 3] + "..."
+
+
 class _Guarded(metaclass=_tripwire.SealedType):
     """While grading (the tripwire installed), only the grader's own code sets these objects' attributes."""
 
@@ -127,7 +166,9 @@ class _State(_Guarded):
         self.check: str | None = None  # set by the grader's header; None in a learner's notebook
         self.obs: dict[str, dict] = {}
         self.hints: dict[str, str] = {}
+        self.said: dict[str, str] = {}  # key -> the message of the exception it raised (display only, never compared)
         self.recorded: dict[str, dict] = {}
+        self.recorded_said: dict[str, dict] = {}  # outside grading: {label: {key: message}}, beside `recorded`
         self.label = "notebook"
         self.baseline: dict | None = None
         self.names: tuple = ()
@@ -211,7 +252,7 @@ class _Observe(_Guarded):
         except Exception as exc:  # an exception is a behaviour to compare; SystemExit and the like end the cell
             _check_bindings(space, before)
             raised = _exception_name(exc)
-            self._put(key, {"raised": raised}, hint, tol)
+            self._put(key, {"raised": raised}, hint, tol, said=exception_message(exc))
             if raised == "NotImplementedError":
                 _say_not_answered()
             return None
@@ -219,25 +260,36 @@ class _Observe(_Guarded):
         self._put(key, {"value": plain(result)}, hint, tol)
         return result
 
-    def _put(self, key, record, hint, tol):
+    def _put(self, key, record, hint, tol, said=None):
         if _state.check is not None and _tripwire.installed() and not _from_check_code():
             _tripwire.refuse("observations recorded by the answer's own code")
         if _state.poisoned:
             record = {"value": {"unplain": "the answer changed the check's own variables while the check ran"}}
+            said = None
         if tol is not None:
             record["tol"] = _float(tol)
         _state.obs[key] = record
         if hint is not None:
             _state.hints[key] = _str(hint)
         if _state.check is not None and _tripwire.installed():  # the grader's copy leaves the kernel now
-            _tripwire.observed(_state.check, key, record, None if hint is None else _str(hint))
+            _tripwire.observed(_state.check, key, record, None if hint is None else _str(hint), said=said)
         if _state.check is None:  # a learner's notebook: keep them for a self-check
             _state.recorded.setdefault(_state.label, {})[key] = record
+            messages = _state.recorded_said.setdefault(_state.label, {})
+            if said is None:
+                messages.pop(key, None)
+            else:
+                messages[key] = said
 
     @staticmethod
     def recorded() -> dict:
         """{label: {key: record}} of everything observed outside grading (label: see `label`, default "notebook")."""
         return _state.recorded
+
+    @staticmethod
+    def said(label: str) -> dict:
+        """{key: message} of the exceptions observed under label outside grading (display only: see exception_message)."""
+        return _dict(_state.recorded_said.get(label, {}))
 
     @staticmethod
     def label(name: str) -> None:

@@ -220,35 +220,119 @@ def to_csv(report: dict) -> str:
     return buf.getvalue()
 
 
-def table(report: dict) -> str:
-    """The terminal table: `points/max status` per exercise (`*`: some points not graded here), then the total."""
+TABLE_WIDTH = 100  # columns: the terminal table never prints a longer line (the CSV and JSON keep every detail)
+
+# What the table says of exercises whose points alone do not tell (passed, partial and failed read from the points).
+_GROUPS = {"not-answered": "not answered", "missing": "no answer cell", "error": "error", "timeout": "timeout",
+           "review": "needs review", "not-graded": "not graded here"}
+_NBSP = "\u00a0"  # keeps "ex03 2/5" on one line when the exercises wrap
+
+
+def status_words(status: str) -> str:
+    """A status as a reader says it: not-answered -> "not answered"."""
+    return _GROUPS.get(status, status.replace("-", " "))
+
+
+def _short_ids(ids: list[str]) -> dict[str, str]:
+    """ex03_remove_the_sync -> ex03, where the part before the first _ names one exercise only."""
+    heads = [ex.split("_", 1)[0] for ex in ids]
+    return {ex: head if heads.count(head) == 1 else ex for ex, head in zip(ids, heads)}
+
+
+def _exercises_text(exs: list[str], marks: dict, short: dict[str, str]) -> tuple[str, bool]:
+    """"ex01 5/5, ex02 3/4*, ex03 0/6; not answered: ex04, ex05": points where they tell, else the status, grouped."""
+    scored, groups, starred = [], {}, False
+    for ex in exs:
+        m = marks[ex]
+        if m["status"] == "not-handed-in":
+            continue
+        star = "*" if m.get("open") else ""
+        starred = starred or bool(star)
+        if m["status"] in _GROUPS:
+            groups.setdefault(_GROUPS[m["status"]], []).append(short[ex] + star)
+        else:
+            scored.append(f"{short[ex]}{_NBSP}{m['points']}/{m['max']}{star}")
+    parts = [", ".join(scored)] * bool(scored) + [f"{word.replace(' ', _NBSP)}:{_NBSP}{', '.join(names)}"
+                                                  for word, names in groups.items()]
+    return "; ".join(parts), starred
+
+
+def _wrap_text(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return [line.replace(_NBSP, " ") for line in textwrap.wrap(text, width, break_on_hyphens=False)] or [""]
+
+
+def table(report: dict, width: int = TABLE_WIDTH) -> str:
+    """The terminal table, at most `width` columns: one row per learner and notebook with its points (and a total
+    row where a class has several notebooks), then its exercises in short: `ex03 2/5`, `not answered: ex04`
+    (`*`: some points not graded here). The CSV, JSON and feedback pages hold every check."""
     learners = report["learners"]
     ids = exercise_ids(learners)
-    books = notebook_names(learners) if len(notebook_names(learners)) > 1 else []
-    rows = [["learner"] + ids + [_stem(b) for b in books] + ["total"]]
+    short = _short_ids(ids)
+    books = notebook_names(learners)
+    several = len(books) > 1
+    names = {n: terminal(n) for n in learners}
+    name_w = max([len("learner")] + [len(t) for t in names.values() if len(t) <= 24])  # longer: a line of its own
+    book_w = min(28, max([len("notebook")] + [len(_stem(b)) for b in books])) if several else 0
+    rows: list[tuple[str, str, str, str]] = []  # learner, notebook, points, exercises
     starred = False
     for name, rec in learners.items():
-        cells = []
-        for ex in ids:
-            m = rec.get("exercises", {}).get(ex)
-            if m is None:
-                cells.append("-")
-                continue
-            if m["status"] == "not-handed-in":
-                cells.append("not handed in")
-                continue
-            star = "*" if m.get("open") else ""
-            starred = starred or bool(star)
-            cells.append(f"{m['points']}/{m['max']} {m['status']}{star}")
-        cells += [notebook_cell(rec.get("notebooks", {}).get(b)) or "-" for b in books]
-        rows.append([_cut(terminal(name), 40)] + cells + [f"{rec.get('total', 0)}/{rec.get('max', 0)}"])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    if starred:
-        lines.append("* some checks were not graded on this machine (e.g. they need a CUDA GPU): those points are "
-                     "still open; grade where they can run to include them")
-    return "\n".join(lines)
+        marks = rec.get("exercises", {})
+        total = f"{rec.get('total', 0)}/{rec.get('max', 0)}" + ("*" if rec.get("open") else "")
+        first = len(rows)
+        if several:
+            placed: set[str] = set()
+            for b in books:
+                book = rec.get("notebooks", {}).get(b) or {}
+                exs = [ex for ex in book.get("exercises", []) if ex in marks]
+                placed.update(exs)
+                text, star = _exercises_text(exs, marks, short)
+                starred = starred or star
+                if book.get("status") in ("not-handed-in", "unreadable"):
+                    text = status_words(book["status"])
+                points = f"{book.get('points', 0)}/{book.get('max', 0)}" + ("*" if book.get("open") else "") if book else "-"
+                rows.append(("", _cut(_stem(b), book_w), points, text))
+            rest = [ex for ex in ids if ex in marks and ex not in placed]
+            if rest:
+                text, star = _exercises_text(rest, marks, short)
+                starred = starred or star
+                rows.append(("", "other", f"{sum(marks[e]['points'] for e in rest)}/{sum(marks[e]['max'] for e in rest)}",
+                             text))
+            rows.append(("", "total", total, ""))
+        else:
+            text, star = _exercises_text([ex for ex in ids if ex in marks], marks, short)
+            starred = starred or star
+            if not text and rec.get("status") not in (None, "graded"):
+                text = status_words(str(rec["status"]))
+            rows.append(("", "", total, text))
+        if len(names[name]) <= name_w:
+            rows[first] = (names[name],) + rows[first][1:]
+        else:  # a long name on a line of its own, whole (cut only at the table's width)
+            rows.insert(first, (_cut(names[name], width), None, "", ""))
+    points = "points" if several else "total"  # one notebook: its points are the learner's total
+    points_w = max([len(points)] + [len(r[2]) for r in rows if r[1] is not None])
+    fixed = [name_w] + ([book_w] if several else []) + [points_w]
+    indent = sum(fixed) + 2 * len(fixed)
+    ex_w = max(24, width - indent)
+    head = ["learner".ljust(name_w)] + (["notebook".ljust(book_w)] if several else []) + [points.ljust(points_w)]
+    lines = ["  ".join(head + ["exercises"]), "  ".join("-" * w for w in fixed + [min(ex_w, 9)])]
+    for name, label, points, text in rows:
+        if label is None:
+            lines.append(name)
+            continue
+        wrapped = _wrap_text(text, ex_w)
+        left = [name.ljust(name_w)] + ([label.ljust(book_w)] if several else []) + [points.ljust(points_w)]
+        lines.append("  ".join(left + [wrapped[0]]).rstrip())
+        lines += [(" " * indent + more).rstrip() for more in wrapped[1:]]
+    if starred or any(r.get("open") for r in learners.values()):
+        lines += _wrap_text("* some checks were not graded on this machine (e.g. they need a CUDA GPU): those points "
+                            "are still open; grade where they can run to include them", width)
+    if any(short[ex] != ex for ex in ids):
+        lines += _wrap_text("exercises by number (" + ", ".join(f"{short[ex]}{_NBSP}={_NBSP}{ex}" for ex in ids[:2])
+                            + (", ..." if len(ids) > 2 else "") + "); the CSV, JSON and feedback pages hold every check",
+                            width)
+    return "\n".join(line if len(line) <= width else _cut(line, width) for line in lines)
 
 
 def _cut(text: str, n: int) -> str:
@@ -335,12 +419,12 @@ def feedback_html(name: str, rec: dict, hints: dict[str, str]) -> str:
         colour = _STATUS_COLOUR.get(m["status"], "#57606a")
         checks = "".join(
             f"<li><code>{e(cid.split('/', 1)[-1])}</code>{' (hidden)' if c.get('hidden') else ''}: "
-            f"<b>{c['points']}/{c['max']}</b> {e(c['status'])}"
+            f"<b>{c['points']}/{c['max']}</b> {e(status_words(c['status']))}"
             f"{'' if c['status'] == 'passed' else ' — ' + e(terminal(c['message']))}</li>"
             for cid, c in m.get("checks", {}).items())
         hint = hints.get(ex, "")
         rows.append(
-            f"<section><h3><code>{e(ex)}</code> <span style='color:{colour}'>{m['points']}/{m['max']} {e(m['status'])}"
+            f"<section><h3><code>{e(ex)}</code> <span style='color:{colour}'>{m['points']}/{m['max']} {e(status_words(m['status']))}"
             f"</span>{' <small>(' + str(m['open']) + ' not graded here)</small>' if m.get('open') else ''}</h3>"
             f"<p>{e(terminal(m['message']))}</p><ul>{checks}</ul>"
             + (f"<details><summary>Hint</summary><p>{e(hint)}</p></details>" if hint and m["status"] != "passed" else "")

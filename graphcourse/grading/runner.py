@@ -58,6 +58,7 @@ class CheckRun:
     evalue: str = ""
     obs: dict | None = None  # verified observations, or None
     hints: dict = field(default_factory=dict)
+    said: dict = field(default_factory=dict)  # key -> the message of the exception it raised (shown, never compared)
     flags: list = field(default_factory=list)
     problem: str = ""  # why the observations were refused
     seconds: float = 0.0
@@ -366,6 +367,19 @@ def _sent_observations(records: list[dict], check: str) -> tuple[dict, dict]:
     return obs, hints
 
 
+def _sent_messages(records: list[dict], check: str) -> dict:
+    """key -> the message of the exception a key's last record raised (observe reads it without running the
+    exception's code: see observe.exception_message). For the learner's feedback only, never compared."""
+    said: dict = {}
+    for rec in records:
+        if "obs" in rec and rec.get("check") == check and isinstance(rec.get("obs"), str):
+            if isinstance(rec.get("said"), str):
+                said[rec["obs"]] = rec["said"][:500]
+            else:
+                said.pop(rec["obs"], None)
+    return said
+
+
 def _observation_counts(records: list[dict], check: str) -> dict:
     """How many times each key of one check came through the pipe (a check records a key as often as the model's
     run of it does; more is someone else writing into the pipe)."""
@@ -567,6 +581,7 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
                         result.flags.append("the observations the footer signed differ from those the check recorded "
                                             "as it ran (changed inside the kernel); the recorded ones count")
                     result.obs, result.hints = sent, sent_hints
+                    result.said = _sent_messages(during, check.id)
                 marks = [r for r in early + during + after if "mark" in r]
                 if marks != [{"mark": check.id, "n": kernel.marks + 1}]:
                     result.flags.append("the grader's footer did not run as written: its mark did not come through "

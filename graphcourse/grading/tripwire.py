@@ -245,7 +245,7 @@ def register_recorder(code) -> None:
         _recorder.append(code)
 
 
-def observed(check: str, key: str, record: dict, hint) -> None:
+def observed(check: str, key: str, record: dict, hint, said=None) -> None:
     """An observation, as the check records it: the grader's copy leaves the kernel at once, out of the answer's
     reach (the footer's signed payload is only compared with these). Only observe's own recorder may send one,
     from the main thread, with no frame of the answer on the stack."""
@@ -256,6 +256,8 @@ def observed(check: str, key: str, record: dict, hint) -> None:
     line = {"obs": key, "check": check, "record": record}
     if hint is not None:
         line["hint"] = hint
+    if _type(said) is _str:  # the exception's message, for the feedback only: never part of the compared record
+        line["said"] = said[:500]
     try:
         size = _len(_dumps(line, ensure_ascii=True, separators=(",", ":"), allow_nan=False))
     except (TypeError, ValueError):

@@ -61,11 +61,11 @@ def short(value, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _record_text(record: dict) -> str:
+def _record_text(record: dict, said: str | None = None) -> str:
     if not isinstance(record, dict):
         return "something unreadable"
     if "raised" in record:
-        return f"raised {record['raised']}"
+        return f"raised {record['raised']}" + (f" ({_clip(said, 300)})" if isinstance(said, str) and said else "")
     v = record.get("value")
     if isinstance(v, dict) and set(v) == {"unplain"}:
         if " " in str(v["unplain"]):  # the grader's own reason: voided, or too large
@@ -74,8 +74,10 @@ def _record_text(record: dict) -> str:
     return f"gave {short(v)}"
 
 
-def compare(check: Check, model: dict, learner: dict | None, hints: dict) -> tuple[bool, str]:
-    """(passed, message). Never shows the model's values: only what the learner's code did, and the hint."""
+def compare(check: Check, model: dict, learner: dict | None, hints: dict, said: dict | None = None) -> tuple[bool, str]:
+    """(passed, message). Never shows the model's values: only what the learner's code did (with the message of an
+    exception it raised, from `said`, which is never compared), and the hint."""
+    said = said or {}
     if learner is None:
         return False, "no observations"
     for key, want in model.items():
@@ -93,8 +95,8 @@ def compare(check: Check, model: dict, learner: dict | None, hints: dict) -> tup
             if got.get("raised") == "NotImplementedError":
                 return False, f"not answered yet ({key}: your code raised NotImplementedError)"
             if "raised" in want:
-                return False, f"{key}: your code {_record_text(got)}; it should raise an exception here{tail}"
-            return False, f"{key}: your code {_record_text(got)}{tail}"
+                return False, f"{key}: your code {_record_text(got, said.get(key))}; it should raise an exception here{tail}"
+            return False, f"{key}: your code {_record_text(got, said.get(key))}{tail}"
         if not same(want.get("value"), got.get("value"), float(tol or 0)):
             return False, f"{key}: your code {_record_text(got)}{tail}"
     return True, ""
@@ -219,7 +221,7 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
                 learner_obs[k] = {"value": {"unplain": "recorded more often than the check records it"}}
                 flags.append(f"at run time: tampering: the observation {short(k, 60)} came through the tripwire's "
                              "pipe more often than the check sends it")
-            ok, why = compare(c, m.obs, learner_obs, m.hints)
+            ok, why = compare(c, m.obs, learner_obs, m.hints, r.said)
             if ok:
                 status, msg = "passed", "passed"
             elif r.kind == "raised":
@@ -228,6 +230,8 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
                 status, msg = "error", f"{why}; {stopped}" if why and "not answered yet" not in why else (why or stopped)
             else:
                 status, msg = "failed", why
+            if status in ("error", "failed") and msg.startswith("not answered yet"):
+                status = "not-answered"  # a stub the answer (or a part of it) still is: not an error of the learner's
         earned = c.points if status == "passed" else 0
         points += earned
         checks[c.id] = {"points": earned, "max": c.points, "status": status, "message": msg, "hidden": c.hidden}
@@ -251,7 +255,7 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
         status = "timeout" if "timeout" in kinds else "error" if ("error" in kinds and answer_note) else "failed"
         message = "; ".join(dict.fromkeys(checks[c.id]["message"] for c in graded if checks[c.id]["status"] != "passed"))
         if "not answered yet" in message or (answer_note.startswith("not answered yet")):
-            status = "error"
+            status = "not-answered"  # the answer (or a part it calls) is still a stub: not answered, never "error"
             message = answer_note if answer_note.startswith("not answered yet") else \
                 next(m for m in (checks[c.id]["message"] for c in graded) if "not answered yet" in m)
     if answer_note and not message.startswith(answer_note):
