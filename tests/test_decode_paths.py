@@ -70,13 +70,13 @@ def test_bar_effect_lines_come_from_the_data_and_say_what_is_missing() -> None:
     missing.pop("batches")
     text = bar_effect_lines(missing)
     assert "batch 1: eager and default mode not recorded (RuntimeError: boom)" in text
-    assert "fusion, graphs on both sides" in text and "x0.88" in text and "who manages the graph" in text
+    assert "compiled kernels, graphs on both sides" in text and "x0.88" in text and "who manages the graph" in text
     assert "batch 8: eager and default mode not recorded" in text and "not recorded either" in text
     full = {**DATA, "batches": [{"batch": 1, "rows": [_row("eager", 600.0, 590.0), _row("graph_k1", 186.1, 21.5),
                                                       _row("compiled_default", 400.0, 380.0)]}]}
     text = bar_effect_lines(full)
-    assert "batch 1, fusion without graphs (default mode / eager): time per token x0.67" in text
-    assert "batch 1, graphs without fusion (one graph per step / eager): time per token x0.31" in text
+    assert "batch 1, compiled kernels without graphs (default mode / eager): time per token x0.67" in text
+    assert "batch 1, graphs without compiling (one graph per step / eager): time per token x0.31" in text
     assert "not recorded" not in text.split("batch 8")[0]
 
 
@@ -155,3 +155,90 @@ def test_lesson_07_reads_its_stored_demo_output_on_another_function_call() -> No
     line = next(ln for ln in printed.splitlines() if "kept across ANOTHER function's call" in ln)
     if "not in this recorded run" not in line:
         assert "no error: the kept output reads 11 (3 expected)" in line, line
+
+
+def test_one_time_cost_lines_label_each_compile_with_its_process_and_order() -> None:
+    """Each compile time carries the process that ran it and its place among that process's compiles, read from
+    the recorded data's structure: the 'batches' part ran first in the benchmark's process, 'compiled_graphs' after
+    it in a child; no line claims a cache state it did not measure."""
+    from graphcourse.lessons import decode_paths as dp
+
+    data = dp.load()
+    assert list(data["section_s"])[:2] == ["batches", "compiled_graphs"], "process 1 ran before process 2"
+    order = dp.compile_order(data)
+    assert order[("batches", 1, "compiled_default")] == (1, 1)
+    assert order[("batches", 8, "compiled_default")] == (1, 3), "batch 8 compiled after batch 1's two compiles"
+    assert order[("compiled_graphs", 1, "reduce_overhead")] == (2, 1)
+    assert order[("compiled_graphs", 1, "compiled_graph_k1")] == (2, 2)
+    text = dp.one_time_cost_lines(data)
+    assert "cold" not in text and "warm:" not in text
+    b1, b8 = text.splitlines()[:2]
+    assert "default mode compiled in 7.6 s [process 1, its 1st compile]" in b1
+    assert "in 2.8 s [process 1, its 2nd compile]" in b1
+    assert "captured by hand in 3.8 s [process 2, its 2nd compile]" in b1
+    assert "default mode compiled in 3.1 s [process 1, its 3rd compile]" in b8
+    assert "captured by hand in 2.9 s [process 2, its 5th compile]" in b8
+    for line in (b1, b8):  # every compile figure on the line has its label
+        assert line.count("[process ") == line.count(" compiled ")
+
+
+def test_lesson_07_says_compiling_changed_the_kernels_as_recorded() -> None:
+    """Lesson 07's headline: compiling changes the kernels (GPU time down at batch 1, up at batch 8) and the host
+    code that launches them (default mode's CPU bar moved at batch 8); graphs remove the launches."""
+    from graphcourse.lessons import decode_paths as dp
+
+    data = dp.load()
+    text = _markdown("07_graphs_by_the_compiler")
+    assert "fusion saves GPU time" not in text.lower() and "graphs save CPU time" not in text
+    assert "compiling changes the kernels (and the host code that launches them); graphs remove the launches" in text
+    k = {b["batch"]: b["kernels"] for b in data["batches"]}
+    assert k[1]["compiled_default"]["kernel_us_per_step"] < k[1]["eager"]["kernel_us_per_step"], "shorter at batch 1"
+    assert k[8]["compiled_default"]["kernel_us_per_step"] > k[8]["eager"]["kernel_us_per_step"], "longer at batch 8"
+    assert "its GPU time shorter at batch 1 and longer at batch 8" in text
+    rows = {r["path"]: r for r in dp.path_rows(data, 8)}
+    a, b = rows["compiled_default"]["issue_us_per_token"], rows["eager"]["issue_us_per_token"]
+    assert a["max"] < b["min"], "default mode's batch-8 CPU bar is shorter beyond the spread"
+    assert "at batch 8 default mode's CPU bar fell as well" in text
+
+
+def test_lesson_07_table_says_one_pool_per_device_and_thread() -> None:
+    """CUDAGraph Trees keep their tree manager (and pool) per device in thread-local storage (`get_container`)."""
+    import inspect
+
+    from torch._inductor import cudagraph_trees
+
+    assert "local" in inspect.getsource(cudagraph_trees.get_container)
+    text = _markdown("07_graphs_by_the_compiler")
+    assert "one pool per device and thread" in text and "one pool per device)" not in text
+
+
+def _ratio(line: str) -> tuple[float, float, float]:
+    ratio = float(line.split("= ")[1].split(" ")[0])
+    lo, hi = (float(x) for x in line.split("(range ")[1].split(")")[0].split("-"))
+    return ratio, lo, hi
+
+
+def test_lesson_08_reads_k_steps_time_per_token_as_recorded() -> None:
+    """Lesson 08: 16 steps per graph against one changed the time per token by at most about 5 %; and the question
+    whether K steps per graph bring the step below reduce-overhead's time, answered per batch as the data says."""
+    from graphcourse.lessons import decode_paths as dp
+
+    data = dp.load()
+    text = _markdown("08_control_flow_on_the_device")
+    assert "couple of percent" not in text and "the course's target" not in text
+    assert "changed it by at most about 5 %" in text and "by at most about 5 %" in text.split("## Check yourself")[1]
+    changes = [_ratio(dp.ratio_line(data, b, "graph_k16", "graph_k1")) for b in (1, 8)] + \
+        [_ratio(dp.ratio_line(data, b, "compiled_graph_k16", "compiled_graph_k1", part="compiled_graphs"))
+         for b in (1, 8)]
+    assert all(0.95 <= lo and hi <= 1.0 for _, lo, hi in changes), changes
+    assert min(lo for _, lo, _ in changes) < 0.96, "'about 5 %', not 'a couple of percent'"
+    # batch 1: only the compiled kernels, 16 steps per graph, beat reduce-overhead, by a few percent
+    r, lo, hi = _ratio(dp.ratio_line(data, 1, "compiled_graph_k16", "reduce_overhead", part="compiled_graphs"))
+    assert hi < 1 and r > 0.95, r
+    assert _ratio(dp.ratio_line(data, 1, "graph_k16", "reduce_overhead"))[1] > 1, "eager kernels: slower at batch 1"
+    assert "At batch 1 only the compiled kernels, 16 steps per graph, beat it, by about 3 %" in text
+    # batch 8: the eager kernels beat it with one graph per step already; 16 steps per graph add a few percent
+    k1 = _ratio(dp.ratio_line(data, 8, "graph_k1", "reduce_overhead"))
+    k16 = _ratio(dp.ratio_line(data, 8, "graph_k16", "reduce_overhead"))
+    assert k1[2] < 0.7 and k16[2] < 0.7 and k16[0] < k1[0], (k1, k16)
+    assert "At batch 8 the eager kernels beat it by about a third with one graph per step already" in text

@@ -6,7 +6,8 @@ A Python ``if`` in a captured step is decided once, at capture (on a host value)
 at build time (``CUDA_VERSION >= 12040`` in ``aten/src/ATen/cuda/CUDAGraph.h``), and the driver
 must be new enough too. A node holds one or more *body graphs* and a *condition*; the node
 runs a body depending on its value at each replay, with no trip to the CPU. Sources: NVIDIA's
-post "Dynamic Control Flow in CUDA Graphs with Conditional Nodes" and the CUDA runtime API's
+post "Dynamic Control Flow in CUDA Graphs with Conditional Nodes" (as updated in February 2025 it
+dates IF and WHILE to CUDA 12.4, the version PyTorch needs) and the CUDA runtime API's
 ``cudaConditionalNodeParams``.
 
 * **IF** (CUDA 12.3; PyTorch from 12.4): the body runs once if the condition is non-zero. With a second

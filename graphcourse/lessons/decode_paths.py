@@ -13,15 +13,15 @@ from ..errors import ReferenceDataError
 from ..core.paths import DECODE_PATHS_FILE as DATA_FILE, decode_paths_path
 from ..core.recorded import load_recorded
 
-__all__ = ["PATH_LABELS", "bar_effect_lines", "cond_capture_line", "decode_step_profile", "demos_live_or_recorded",
-           "k_step_costs", "kernel_lines", "load",
+__all__ = ["PATH_LABELS", "bar_effect_lines", "compile_order", "cond_capture_line", "decode_step_profile",
+           "demos_live_or_recorded", "k_step_costs", "kernel_lines", "load",
            "one_time_cost_lines", "path_label", "path_rows", "path_table", "plot_paths", "ratio_line",
            "recorded_label", "section", "shorten", "simulate_k_steps", "static_skip_lines"]
 
 PATH_LABELS = {
     "eager": "eager (one launch per kernel)",
     "graph_k1": "one graph per step (lesson 05)",
-    "compiled_default": "torch.compile default (fused, no graphs)",
+    "compiled_default": "torch.compile default (compiled kernels, no graphs)",
     "reduce_overhead": "torch.compile reduce-overhead",
 }
 
@@ -263,8 +263,45 @@ def _all_rows(data: dict[str, Any], batch: int) -> dict[str, dict[str, Any]]:
     return out
 
 
+PROCESS_OF_PART = {"batches": 1, "compiled_graphs": 2}
+"""The benchmark ran its 'batches' part in its own process first, then 'compiled_graphs' in a child process it started."""
+
+
+def compile_order(data: dict[str, Any]) -> dict[tuple[str, int, str], tuple[int, int]]:
+    """(part, batch, path) -> (process, n): the n-th compile of that process, in the order the benchmark ran them.
+
+    Each process ran its batch sizes in the order recorded, and at each batch built its paths in the order
+    of their rows; a row with `compile_s` or `compile_and_capture_s` is a compile.
+    """
+    order: dict[tuple[str, int, str], tuple[int, int]] = {}
+    for part, process in PROCESS_OF_PART.items():
+        n = 0
+        for b in data.get(part) or []:
+            for r in b["rows"]:
+                if "compile_s" in r or "compile_and_capture_s" in r:
+                    n += 1
+                    order[(part, b["batch"], r["path"])] = (process, n)
+    return order
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def one_time_cost_lines(data: dict[str, Any]) -> str:
-    """What each path cost before its first fast token: compile, record, capture, graph-pool memory."""
+    """What each path cost before its first fast token: compile, record, capture, graph-pool memory.
+
+    Each compile time is labelled with the process that ran it and how many compiles that process had run
+    before it (:func:`compile_order`): a later compile may reuse what earlier ones left in the compiler's caches.
+    """
+    order = compile_order(data)
+
+    def when(row: dict[str, Any], batch: int) -> str:
+        process, n = order.get((row["part"], batch, row["path"]), (None, None))
+        if process is None:
+            return ""
+        return f" [process {process}, its {_ordinal(n)} compile]"
+
     lines = []
     for batch in (1, 8):
         rows = _all_rows(data, batch)
@@ -273,28 +310,30 @@ def one_time_cost_lines(data: dict[str, Any]) -> str:
             continue
         parts = []
         if "compiled_default" in rows:
-            parts.append(f"default mode compiled in {rows['compiled_default']['compile_s']:.1f} s")
+            cd = rows["compiled_default"]
+            parts.append(f"default mode compiled in {cd['compile_s']:.1f} s{when(cd, batch)}")
         if "reduce_overhead" in rows:
             ro = rows["reduce_overhead"]
             # Runs recorded before the benchmark read CUDAGraph Trees' pool from `cuda_graphs_thread_pool`
             # (it had looked under another attribute) hold no reserved_bytes for reduce-overhead.
             memory = (f", CUDAGraph Trees' pool {ro['reserved_bytes'] / 2**20:.0f} MiB" if "reserved_bytes" in ro
                       else ", its memory not measured in the recorded run")
-            parts.append(f"reduce-overhead compiled and warmed up (first call) in {ro['compile_s']:.1f} s, "
-                         f"recorded and replayed once (next two calls) in "
+            parts.append(f"reduce-overhead compiled and warmed up (first call) in {ro['compile_s']:.1f} s"
+                         f"{when(ro, batch)}, recorded and replayed once (next two calls) in "
                          f"{ro['warmup_and_record_s'] * 1e3:.0f} ms{memory}")
         if "compiled_graph_k1" in rows:
+            cg = rows["compiled_graph_k1"]
             parts.append(f"default-mode kernels compiled and captured by hand in "
-                         f"{rows['compiled_graph_k1']['compile_and_capture_s']:.1f} s "
-                         f"(graph pool {rows['compiled_graph_k1']['reserved_bytes'] / 2**20:.0f} MiB)")
+                         f"{cg['compile_and_capture_s']:.1f} s{when(cg, batch)} "
+                         f"(graph pool {cg['reserved_bytes'] / 2**20:.0f} MiB)")
         if "graph_k1" in rows:
             parts.append(f"eager step captured by hand in {rows['graph_k1']['capture_s'] * 1e3:.1f} ms "
                          f"(graph pool {rows['graph_k1']['reserved_bytes'] / 2**20:.0f} MiB)")
-        caches = ("compiler caches cold: the first compile in that process" if
-                  rows.get("reduce_overhead", {}).get("part") == "batches" else
-                  "compiler caches warm: another process had just compiled the same step")
-        lines.append(f"batch {batch}: " + "; ".join(parts) + f" ({caches})")
+        lines.append(f"batch {batch}: " + "; ".join(parts))
     if any(_all_rows(data, batch) for batch in (1, 8)):
+        lines.append("process 1 timed eager, default mode and reduce-overhead, batch 1 then batch 8; process 2, "
+                     "started after it, the compiled kernels captured by hand, batch 1 then 8: a compile after "
+                     "the 1st may reuse what earlier ones left in the compiler's caches")
         lines.append("each figure is ONE sample (no repeats, so no spread): read them as orders of magnitude")
     return "\n".join(lines)
 
@@ -390,11 +429,11 @@ def _bars(new: dict[str, Any], old: dict[str, Any]) -> str:
 
 
 def bar_effect_lines(data: dict[str, Any]) -> str:
-    """What fusion and graphs did to each bar of the path plot, per batch, from the recorded file only.
+    """What compiling and graphs did to each bar of the path plot, per batch, from the recorded file only.
 
-    With eager and default mode recorded: fusion alone (default mode against eager, no graphs on
-    either side) and graphs alone (one graph per step against eager). Without them, the lines say
-    so and why, then give the two comparisons the file does hold: fusion with graphs on both sides
+    With eager and default mode recorded: compiled kernels alone (default mode against eager, no graphs
+    on either side) and graphs alone (one graph per step against eager). Without them, the lines say
+    so and why, then give the two comparisons the file does hold: compiled kernels with graphs on both sides
     (compiled kernels against eager kernels, each one step per graph) and who manages the graph
     (reduce-overhead against the compiled kernels captured by hand).
     """
@@ -403,21 +442,21 @@ def bar_effect_lines(data: dict[str, Any]) -> str:
         core = {r["path"]: r for b in data.get("batches") or [] if b["batch"] == batch for r in b["rows"]}
         done = False
         if {"eager", "compiled_default"} <= set(core):
-            lines.append(f"batch {batch}, fusion without graphs (default mode / eager): "
+            lines.append(f"batch {batch}, compiled kernels without graphs (default mode / eager): "
                          f"{_bars(core['compiled_default'], core['eager'])}")
             done = True
         if {"eager", "graph_k1"} <= set(core):
-            lines.append(f"batch {batch}, graphs without fusion (one graph per step / eager): "
+            lines.append(f"batch {batch}, graphs without compiling (one graph per step / eager): "
                          f"{_bars(core['graph_k1'], core['eager'])}")
             done = True
         if done:
             continue
         why = shorten((data.get("batches_error") or "no 'batches' section").splitlines()[0], 160)
-        lines.append(f"batch {batch}: eager and default mode not recorded ({why}), so fusion alone and graphs "
+        lines.append(f"batch {batch}: eager and default mode not recorded ({why}), so compiling alone and graphs "
                      f"alone cannot be read off this file yet; what it holds:")
         comp = {r["path"]: r for b in data.get("compiled_graphs") or [] if b["batch"] == batch for r in b["rows"]}
         if {"compiled_graph_k1", "graph_k1"} <= set(comp):
-            lines.append(f"  fusion, graphs on both sides (compiled kernels / eager kernels, 1 step per graph): "
+            lines.append(f"  compiled kernels, graphs on both sides (compiled kernels / eager kernels, 1 step per graph): "
                          f"{_bars(comp['compiled_graph_k1'], comp['graph_k1'])}")
         if {"reduce_overhead", "compiled_graph_k1"} <= set(comp):
             lines.append(f"  who manages the graph (reduce-overhead / the same kernels captured by hand): "
