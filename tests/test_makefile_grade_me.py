@@ -23,6 +23,13 @@ def test_grade_me_with_no_copies_says_to_make_them_and_exits_2(tmp_path):
     assert f"no exercise notebooks in {tmp_path}/: run make my-exercises first" in run.stdout
 
 
+def test_grade_me_runs_the_grader_through_the_courses_venv():
+    """The command make would run (-n: printed, not run): the course's venv, not a bare `python`."""
+    run = subprocess.run(["make", "-n", "-o", ".venv/.course-installed-lab", "grade-me"], cwd=be.ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert ".venv/bin/python -m graphcourse.grading my-work/ --own-work --report my_grades.json" in run.stdout, run.stdout
+
+
 def test_grade_me_grades_one_copy_through_the_venv(course_process, tmp_path):
     """One copy with ex01 answered (the model answer), graded on ex01 alone to keep it short."""
     work = tmp_path / "my-work"
@@ -42,7 +49,6 @@ def test_grade_me_grades_one_copy_through_the_venv(course_process, tmp_path):
                                  "GRADE_ARGS=--only ex01_bucket_picker --quiet"],
                          cwd=be.ROOT, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    assert ".venv/bin/python -m graphcourse.grading" in run.stdout  # the course's venv, not a bare `python`
     rec = json.loads(report.read_text())["learners"]["my-work"]
     assert rec["exercises"]["ex01_bucket_picker"]["status"] == "passed", rec
     assert "WARNING" not in run.stderr
