@@ -373,14 +373,15 @@ def test_ex04_does_not_say_serving_engines_copy_the_output_out():
 
 
 def test_the_grading_section_and_readme_give_the_same_grading_command():
-    spelled_out = ".venv/bin/python -m graphcourse.grading my-work/ --report my_grades.json"
+    spelled_out = ".venv/bin/python -m graphcourse.grading my-work/ --own-work --report my_grades.json"
     for path in be.solution_paths(be.SOLUTIONS_DIR):
         text = nbformat.read(path, as_version=4).cells[-1].source
         assert "make grade-me" in text and spelled_out in text, path.name
         assert "\npython -m graphcourse.grading" not in text, f"{path.name}: a bare python lacks the course's packages"
     readme = (be.ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"make grade-me      # = {spelled_out}" in readme
     section = readme[readme.index("## Graded exercises"):]
-    assert "make grade-me" in section and "python -m graphcourse.grading" in section
+    assert "python -m graphcourse.grading" in section
 
 
 def test_the_grading_command_works_from_inside_the_exercises_folder(course_process, tmp_path):
