@@ -20,6 +20,9 @@ Around it, the toy enforces what a real CUDA graph enforces:
   ``out.tolist()`` to the host (a sync). ``list(out)`` is *not* a copy: it is a list of
   one-element views of the static output (torch's ``unbind``), overwritten with it.
 * A batch of another size than the captured one is refused (:class:`ShapeMismatchError`).
+* The graph keeps the addresses of buffers from outside its pool, not the buffers: free one after
+  capture (``device.free``) and a replay reads whatever owns that block now. Capture with
+  ``check_input_liveness=True`` to have every replay check first (:mod:`toygraph.liveness`).
 * Capture bakes the Python values each kernel reads (its closure variables, the globals it
   names, its default arguments: see :mod:`toygraph.freeze`); rebinding them afterwards
   changes nothing a replay computes. The contents of device buffers stay live.
@@ -42,8 +45,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from ._guard import Guarded, Record
-from .errors import CaptureError, GraphStateError, InvalidArgumentError, ShapeMismatchError
+from .errors import CaptureError, GraphStateError, IllegalMemoryAccessError, InvalidArgumentError, ShapeMismatchError
 from .freeze import Frozen, freeze
+from .liveness import DeadTensor, check_input_liveness as _check_liveness, dead_tensors, external_buffers, fault_message
 from .memory import Buffer, MemoryPool, ToyDevice, _check_values, _kernel_running, default_device
 
 Kernel = Callable[..., object]
@@ -65,6 +69,10 @@ class Node:
 
     def run(self, executed: list[float]) -> None:
         """Run the kernel on the current contents of its inputs and write its static output (at replay)."""
+        for buf in (*self.inputs, *self.live.values(), self.output):  # a block given back to the driver: a fault
+            block = buf._storage.block
+            if block is not None and block.state == "unmapped":
+                raise IllegalMemoryAccessError(fault_message(self.name, buf, "writes" if buf is self.output else "reads"))
         result = _run_kernel(self.fn, self.inputs, self.name)
         if len(result) != len(self.output):
             raise ShapeMismatchError(len(self.output), len(result), what=f"output of kernel {self.name!r}")
@@ -123,6 +131,8 @@ def launch(fn: Kernel, *inputs: Buffer, name: str | None = None, kernel_us: floa
         )
     if out is not None and not isinstance(out, Buffer):
         raise InvalidArgumentError(f"out= takes a device buffer to write into, got {type(out).__name__}.")
+    for b in (*inputs, *((out,) if out is not None else ())):
+        b._check_not_freed("launching a kernel on it")
     device = inputs[0].device
     if any(b.device is not device for b in inputs) or (out is not None and out.device is not device):
         raise InvalidArgumentError("all inputs and the output of a kernel must live on the same toy device.")
@@ -167,6 +177,8 @@ class ToyGraph(Guarded):
         self._sink: list = self.nodes  # where launches are recorded: the graph, or a conditional node's body
         self._body_depth = 0
         self._before_replay: list[Callable[[], None]] = []  # host work before each launch (RNG offsets)
+        self.check_input_liveness = False
+        """Whether each replay first checks that no buffer from outside the pool was freed (set at capture)."""
 
     # recording -------------------------------------------------------------
     def record(self, fn: Kernel, *, name: str | None = None, kernel_us: float | None = None) -> None:
@@ -186,8 +198,13 @@ class ToyGraph(Guarded):
         self._op_kernel_us.append(kernel_us)
 
     # capturing -------------------------------------------------------------
-    def capture(self, example: Sequence, program: Callable[[Buffer], Buffer] | None = None) -> Buffer:
-        """Capture at the example's batch size: the recorded kernels, or `program(static_input)` run once as host code."""
+    def capture(self, example: Sequence, program: Callable[[Buffer], Buffer] | None = None, *,
+                check_input_liveness: bool = False) -> Buffer:
+        """Capture at the example's batch size: the recorded kernels, or `program(static_input)` run once as host code.
+
+        `check_input_liveness=True` makes each replay check first that no buffer it reads was freed
+        (see :func:`graph`).
+        """
         if program is None and not self.ops:
             raise GraphStateError("nothing to capture: record(fn) at least one kernel first, or pass program=.")
         if program is not None and not callable(program):
@@ -196,7 +213,7 @@ class ToyGraph(Guarded):
         if not values:
             raise InvalidArgumentError("the example input is empty: capture with a batch of at least one value.")
         static_input = self.device.tensor(values)  # before capture, from the ordinary pool, as in PyTorch
-        with graph(self):
+        with graph(self, check_input_liveness=check_input_liveness):
             if program is None:
                 out = static_input
                 for i, fn in enumerate(self.ops):
@@ -237,6 +254,8 @@ class ToyGraph(Guarded):
             raise GraphStateError(f"graph {self.name!r} cannot replay: its capture was invalidated by {self._invalid_reason}. Make a new ToyGraph and capture again without it.")
         elif self.state == "capturing":
             raise GraphStateError("cannot replay a graph while it is still capturing: leave the `with graph(g):` block first.")
+        if self.check_input_liveness:  # before anything touches device memory, as CUDAGraph.replay() checks
+            _check_liveness(self)
         if x is not None:
             self.copy_in(x)
         for prologue in self._before_replay:  # e.g. a generator writes this replay's RNG offset
@@ -281,6 +300,15 @@ class ToyGraph(Guarded):
 
     # looking inside ---------------------------------------------------------
     @property
+    def external_buffers(self) -> list[Buffer]:
+        """Buffers the graph reads or writes that live outside its pool: keep each alive for the graph's life."""
+        return external_buffers(self)
+
+    def dead_tensors(self) -> list[DeadTensor]:
+        """Buffers from outside the pool that the graph touches and that were freed after capture (checking on or off)."""
+        return dead_tensors(self)
+
+    @property
     def memory_bytes(self) -> int:
         """Bytes held by this graph's private pool (the static input is not in it: it was allocated before capture).
 
@@ -302,10 +330,18 @@ class ToyGraph(Guarded):
 
 
 @contextmanager
-def graph(g: ToyGraph, pool: MemoryPool | None = None) -> Iterator[ToyGraph]:
-    """Capture every launch in the block into g, like `with torch.cuda.graph(g):` (pool= shares another graph's pool)."""
+def graph(g: ToyGraph, pool: MemoryPool | None = None, *, check_input_liveness: bool = False) -> Iterator[ToyGraph]:
+    """Capture every launch in the block into g, like `with torch.cuda.graph(g):` (pool= shares another graph's pool).
+
+    `check_input_liveness=True`, as in PyTorch 2.13's ``torch.cuda.graph``, makes every replay first
+    check the buffers from outside the graph's pool and raise :class:`InputLivenessError` if one was
+    freed; off by default, as in PyTorch (:mod:`toygraph.liveness`). Entering the block gives cached
+    free blocks back to the driver (``torch.cuda.graph`` calls ``torch.cuda.empty_cache()`` there too).
+    """
     if not isinstance(g, ToyGraph):
         raise InvalidArgumentError(f"graph() takes a ToyGraph, got {g!r}.")
+    if not isinstance(check_input_liveness, bool):
+        raise InvalidArgumentError(f"check_input_liveness must be True or False, got {check_input_liveness!r}.")
     if g.state != "recording" or g.nodes:
         raise GraphStateError(f"graph {g.name!r} was already captured ({g.state}): a graph is captured once. Make a new ToyGraph.")
     device = g.device
@@ -317,6 +353,8 @@ def graph(g: ToyGraph, pool: MemoryPool | None = None) -> Iterator[ToyGraph]:
         g.pool = pool
     if g.pool not in device.graph_pools:
         device.graph_pools.append(g.pool)
+    device.empty_cache()  # as torch.cuda.graph.__enter__ does
+    g.check_input_liveness = check_input_liveness
     device.capturing, g.state = g, "capturing"
     try:
         yield g

@@ -35,3 +35,27 @@ class CaptureError(ToyGraphError, RuntimeError):
 
 class OutOfMemoryError(ToyGraphError, MemoryError):
     """The toy device has no room left; a graph adds memory, it never frees what the eager run needs."""
+
+
+class InputLivenessError(ToyGraphError, RuntimeError):
+    """A graph captured with ``check_input_liveness=True`` would read or write a buffer freed after capture.
+
+    The toy twin of the ``RuntimeError`` that PyTorch 2.13 raises from ``CUDAGraph.replay()`` when
+    ``torch.cuda.graph(g, check_input_liveness=True)`` tracked an external input that was deallocated
+    ("CUDA graph replay detected N dead tensor(s)."). ``dead`` lists what was found
+    (:class:`toygraph.liveness.DeadTensor`).
+    """
+
+    def __init__(self, message: str, dead: list) -> None:
+        self.dead = dead
+        super().__init__(message)
+
+
+class IllegalMemoryAccessError(ToyGraphError, RuntimeError):
+    """The toy's stand-in for "CUDA error: an illegal memory access was encountered": a kernel touched memory no one owns.
+
+    On a GPU this needs the freed block to have gone back to the driver (``torch.cuda.empty_cache()``); a
+    block still in the caching allocator is read silently. Real hardware reports it later, at the next sync,
+    without naming the kernel, and the CUDA context is unusable afterwards; the toy raises at once, names
+    the node and carries on.
+    """

@@ -49,6 +49,24 @@ Where the toy simplifies, said plainly:
   blocks, ``kSmallBuffer``), so a real graph's footprint is far above the toy's bytes; and
   serving engines capture every bucket into *one shared pool*
   (``pool=torch.cuda.graph_pool_handle()``), largest first. Lessons 03 and 04 measure it.
+
+Freeing, and what a graph that still reads the memory sees (the caching allocator's reuse):
+
+* ``device.free(buf)`` stands for what PyTorch does when the last Python reference to a tensor
+  goes: the caching allocator takes its block back, and hands it to the next allocation of a
+  fitting size from the same pool (best fit). The values stay where they were until the new
+  owner writes over them, so a graph that still holds the old address reads the *new owner's*
+  values: a wrong answer and no error. ``device.empty_cache()`` (``torch.cuda.empty_cache()``;
+  entering ``graph(g)`` calls it, as ``torch.cuda.graph`` does) gives cached free blocks back to
+  the driver; a kernel that touches one then raises :class:`IllegalMemoryAccessError`.
+* Simplified, said plainly: the toy frees only on ``device.free``. A captured node keeps a Python
+  reference to the buffers it reads (a CUDA graph keeps only the raw address), so ``del x`` alone
+  could never free a captured input here; and a buffer dropped without ``free`` gives its bytes
+  back but its address is never handed out again. Reuse takes a whole freed block (the real
+  allocator splits a larger one); only eager memory is reused (a graph's pool keeps every block for
+  the graph's life, so freeing a buffer in it only drops the Python name); a block given back to
+  the driver never comes back at the same address; a fault is raised at once and names the node,
+  where a GPU reports it at the next sync, names no kernel and leaves the CUDA context unusable.
 """
 
 from __future__ import annotations
@@ -61,7 +79,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from ._guard import Guarded, Record
-from .errors import CaptureError, InvalidArgumentError, OutOfMemoryError, ShapeMismatchError
+from .errors import CaptureError, IllegalMemoryAccessError, InvalidArgumentError, OutOfMemoryError, ShapeMismatchError
 from .timeline import Clock, CostModel, Timeline
 
 if TYPE_CHECKING:
@@ -127,6 +145,7 @@ class _DeviceObject(Guarded):
 
 def _check_values(values: object, what: str = "data") -> list:
     if isinstance(values, Buffer):  # a device-to-device copy: the GPU reads it, no sync
+        values._check_not_freed(what)
         return values._read()
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InvalidArgumentError(f"{what} must be a list of values such as [1, 2, 3], got {values!r} ({type(values).__name__}).")
@@ -156,13 +175,45 @@ class MemoryPool(_DeviceObject):
         return f"MemoryPool({self.name!r}, used_bytes={self.used_bytes}, buffers={self.buffers})"
 
 
+class _Block:
+    """One block of device memory at an address: its values outlive each buffer that owns it in turn."""
+
+    __slots__ = ("address", "size_bytes", "values", "pool", "state", "owner", "tenant")
+
+    def __init__(self, address: int, size_bytes: int, values: list, pool: MemoryPool) -> None:
+        self.address, self.size_bytes, self.values, self.pool = address, size_bytes, values, pool
+        self.state = "allocated"
+        """"allocated" (a buffer owns it), "cached" (freed, kept by the caching allocator) or "unmapped" (given back to the driver)."""
+        self.owner: weakref.ref | None = None
+        """The storage that owns the block now (or last did)."""
+        self.tenant = ""
+        """Who owns the block now (or last did), in words: for error messages."""
+
+
 class _Storage:
     """The values of one allocation; a buffer and every view of it share one storage."""
 
-    __slots__ = ("values", "__weakref__")
+    __slots__ = ("values", "block", "name", "serial", "step", "freed", "release", "__weakref__")
 
-    def __init__(self, values: list) -> None:
-        self.values = values
+    def __init__(self, values: list, block: _Block | None = None, name: str | None = None, serial: int = 0,
+                 step: int = 0) -> None:
+        self.values = values  # the block's values: a later owner of the block writes into the same list
+        self.block, self.name, self.serial, self.step = block, name, serial, step
+        self.freed = False
+        self.release: Callable[[], object] | None = None
+
+    @property
+    def taken_back(self) -> bool:
+        """Freed, and the allocator has its block again (cached, re-used or unmapped); a graph pool's blocks never are."""
+        block = self.block
+        if not self.freed or block is None:
+            return False
+        return block.state != "allocated" or block.owner is None or block.owner() is not self
+
+    def describe(self, length: int) -> str:
+        """This allocation in words: its name (or its size), when it was made."""
+        what = f"buffer {self.name!r}" if self.name else f"an unnamed buffer of {length} value(s)"
+        return f"{what}, allocated at step {self.step} (allocation #{self.serial})"
 
 
 class Buffer(_DeviceObject):
@@ -179,7 +230,17 @@ class Buffer(_DeviceObject):
     def _indices(self) -> range:
         return range(self._offset, self._offset + self._length * self._step, self._step)
 
+    def _fault_if_unmapped(self) -> None:
+        block = self._storage.block
+        if block is not None and block.state == "unmapped":
+            raise IllegalMemoryAccessError(
+                f"CUDA error: an illegal memory access was encountered (the toy's stand-in for a fault): "
+                f"{self.label} at {self.address:#x} was freed and its block given back to the driver "
+                f"(empty_cache). Keep a reference to every tensor a graph reads."
+            )
+
     def _read(self) -> list:
+        self._fault_if_unmapped()
         values = self._storage.values
         if self._step == 1:
             return values[self._offset:self._offset + self._length]
@@ -188,6 +249,7 @@ class Buffer(_DeviceObject):
     def _write(self, new: list) -> None:
         if len(new) != self._length:
             raise ShapeMismatchError(self._length, len(new))
+        self._fault_if_unmapped()
         values = self._storage.values
         if self._step == 1:
             values[self._offset:self._offset + self._length] = new
@@ -196,8 +258,32 @@ class Buffer(_DeviceObject):
                 values[i] = v
 
     # host-side reads: each one a sync (a Python value from device memory) ----------------------------------------------------
+    @property
+    def name(self) -> str | None:
+        """The name given at allocation (``device.tensor(values, name="x")``), shared by its views; None if none."""
+        return self._storage.name
+
+    @property
+    def label(self) -> str:
+        """How messages name this buffer: ``buffer 'x'``, or its size when it has no name."""
+        return f"buffer {self.name!r}" if self.name else f"an unnamed buffer of {self._length} value(s)"
+
+    @property
+    def freed(self) -> bool:
+        """True once ``device.free`` was called on this buffer's allocation (in PyTorch: its last reference went)."""
+        return self._storage.freed
+
+    def _check_not_freed(self, what: str) -> None:
+        if self._storage.taken_back:
+            raise InvalidArgumentError(
+                f"{what}: {self.label} was freed (device.free), so host code can no longer use it, as Python "
+                f"cannot use a tensor whose last reference was deleted. Only a graph that captured its address "
+                f"can still reach that memory. Allocate a new buffer."
+            )
+
     def _host_read(self, what: str, explicit: bool = False) -> list:
         if not _IN_KERNEL.get():
+            self._check_not_freed(what)
             implicit = not explicit and self.device.capturing is not None
             self.device.synchronize(what=what, advice=_READ_ADVICE if implicit else None)
         return self._read()
@@ -430,6 +516,7 @@ class Buffer(_DeviceObject):
                 raise ShapeMismatchError(self._length, len(new))
         else:
             new = [values] * self._length
+        self._check_not_freed("copy_ into a freed buffer")
         graph = self.device.capturing
         if graph is None or graph._record_copy(self, values if isinstance(values, Buffer) else None, new):
             self._write(new)
@@ -462,6 +549,9 @@ class ToyDevice(_DeviceObject):
         self.sync_count = 0
         self.capturing: "ToyGraph | None" = None
         self._next_address = 0x7F0000000000
+        self.allocations = 0
+        """How many buffers this device has allocated: allocation #n in messages."""
+        self._cache: list[_Block] = []  # freed eager blocks, kept for reuse (the caching allocator's free list)
 
     # memory -----------------------------------------------------------------
     @property
@@ -475,7 +565,7 @@ class ToyDevice(_DeviceObject):
         report.update({p.name: p.used_bytes for p in self.graph_pools})
         return report
 
-    def _alloc(self, values: list, pool: MemoryPool) -> Buffer:
+    def _alloc(self, values: list, pool: MemoryPool, name: str | None = None) -> Buffer:
         nbytes = max(len(values), 1) * WORD_BYTES
         if self.memory_used_bytes + nbytes > self.capacity_bytes:
             raise OutOfMemoryError(
@@ -483,30 +573,90 @@ class ToyDevice(_DeviceObject):
                 f"{self.capacity_bytes} in use ({self.memory_report()}). A CUDA graph does not help here: "
                 f"its private pool adds memory. Free buffers, use a smaller batch, or capture fewer buckets."
             )
-        block = -(-nbytes // BLOCK_BYTES) * BLOCK_BYTES  # rounded up to 512 bytes, like PyTorch's caching allocator
-        storage = _Storage(list(values))
-        buf = Buffer(storage, 0, len(values), 1, self._next_address, self, pool)
-        self._next_address += block
+        need = -(-nbytes // BLOCK_BYTES) * BLOCK_BYTES  # rounded up to 512 bytes, like PyTorch's caching allocator
+        fits = [b for b in self._cache if b.pool is pool and b.size_bytes >= need]
+        if fits:  # the caching allocator hands a freed block to the next allocation that fits (best fit)
+            found = min(fits, key=lambda b: (b.size_bytes, b.address))
+            self._cache.remove(found)
+            found.values[:len(values)] = values  # written over the old owner's values; any tail keeps them
+            found.state = "allocated"
+        else:
+            found = _Block(self._next_address, need, list(values), pool)
+            self._next_address += need
+        block = found.size_bytes
+        self.allocations += 1
+        storage = _Storage(found.values, found, name, self.allocations, self.clock.step)
+        found.owner, found.tenant = weakref.ref(storage), storage.describe(len(values))
+        buf = Buffer(storage, 0, len(values), 1, found.address, self, pool)
         pool.used_bytes += nbytes
         pool.allocated_bytes += block
         pool.peak_bytes = max(pool.peak_bytes, pool.used_bytes)
         pool.buffers += 1
         if pool is self.eager_pool:  # the caching allocator gets eager memory back when the last view dies
-            weakref.finalize(storage, _release, pool, nbytes, block)
+            storage.release = weakref.finalize(storage, _release, pool, nbytes, block)
         return buf
 
-    def tensor(self, values: Iterable) -> Buffer:
-        """A new device buffer holding these values (from a buffer: a device-side copy, no sync)."""
+    def tensor(self, values: Iterable, *, name: str | None = None) -> Buffer:
+        """A new device buffer holding these values (from a buffer: a device-side copy, no sync); `name` labels it in messages."""
+        if name is not None and (not isinstance(name, str) or not name):
+            raise InvalidArgumentError(f"name must be a non-empty string such as 'x', or None; got {name!r}.")
         if isinstance(values, Buffer):
-            return values.clone()
+            values._check_not_freed("device.tensor(a freed buffer)")
+            copy = values.clone()
+            if name is not None:
+                copy._storage.name = name
+                copy._storage.block.tenant = copy._storage.describe(len(copy))
+            return copy
         pool = self.capturing.pool if self.capturing is not None else self.eager_pool
-        return self._alloc(_check_values(values), pool)
+        return self._alloc(_check_values(values), pool, name)
 
-    def empty(self, size: int, fill: object = 0) -> Buffer:
+    def empty(self, size: int, fill: object = 0, *, name: str | None = None) -> Buffer:
         """A new device buffer of `size` values, filled with `fill`."""
         if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
             raise InvalidArgumentError(f"size must be a whole number >= 1, got {size!r}.")
-        return self.tensor([fill] * size)
+        return self.tensor([fill] * size, name=name)
+
+    def free(self, buf: Buffer) -> None:
+        """Give buf's block back to the allocator, as PyTorch does when the last Python reference to a tensor goes.
+
+        An eager block goes to the allocator's cache: the next allocation of a fitting size gets the
+        same address, a graph that still reads it reads the new owner's values, and host code can no
+        longer use buf. A buffer in a graph's pool keeps its block (the pool holds it for the graph's
+        life), so freeing it changes nothing a replay or host code sees. The toy frees only here;
+        dropping a buffer's last reference returns its bytes but never its address.
+        """
+        if not isinstance(buf, Buffer):
+            raise InvalidArgumentError(f"free() takes a device buffer, got {type(buf).__name__}.")
+        if buf.device is not self:
+            raise InvalidArgumentError("free() on a buffer of another toy device: free it on its own device.")
+        if buf.base is not None:
+            raise InvalidArgumentError(
+                f"{buf.label} is a view: it shares its base's block, which stays while the base lives. "
+                f"Free the buffer that owns the allocation (view.base)."
+            )
+        storage = buf._storage
+        if storage.freed:
+            raise InvalidArgumentError(f"{buf.label} was already freed: a buffer is freed once.")
+        storage.freed = True
+        block = storage.block
+        if block is None or block.pool is not self.eager_pool:
+            return  # a graph's private pool holds its blocks for the graph's life
+        if storage.release is not None:
+            storage.release()  # its bytes back, once (a finalizer that has run does nothing later)
+        block.state = "cached"
+        block.tenant = f"{storage.describe(buf._length)}, since freed too"
+        self._cache.append(block)
+
+    def empty_cache(self) -> None:
+        """Give every cached free block back to the driver, as ``torch.cuda.empty_cache()``: a kernel that touches one faults."""
+        for block in self._cache:
+            block.state = "unmapped"
+        self._cache.clear()
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes of freed blocks the caching allocator keeps for reuse (``memory_reserved() - memory_allocated()``)."""
+        return sum(b.size_bytes for b in self._cache)
 
     # syncs and time ----------------------------------------------------------
     def synchronize(self, what: str = "synchronize()", advice: str | None = None) -> None:
