@@ -178,3 +178,48 @@ def test_make_check_reports_a_failure_as_the_check_and_your_cell_without_colours
     assert "ex03_remove_the_sync/your answer raised an error" in failures
     assert "---> 10 raise ValueError('a line of mine that breaks')" in failures.replace("----> ", "---> ")
     assert "ValueError: a line of mine that breaks" in failures
+
+
+def _ex01_answer_cell() -> str:
+    return next(c.source for c in nbformat.read(BOOK, as_version=4).cells
+                if c.get("metadata", {}).get("graphcourse", {}).get("role") == "answer"
+                and c.metadata["graphcourse"]["exercise"].startswith("ex01"))
+
+
+def _ex01_lines(capsys, ns: dict) -> tuple[dict, list[str]]:
+    capsys.readouterr()
+    results = selfcheck.check("ex01", namespace=ns)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("visible checks matching")]
+    return results, lines
+
+
+def test_the_untouched_stub_says_not_answered_in_one_line(capsys):
+    ns = _given_cells("ex01")
+    exec(_ex01_answer_cell(), ns)  # the stub: every function raises NotImplementedError
+    results, lines = _ex01_lines(capsys, ns)
+    assert lines == ["ex01_bucket_picker: not answered yet: write pick_bucket and pad_batch in the answer cell, "
+                     "run it, then check again"], lines
+    assert results and all(status != "passed" for status, _ in results.values())  # the verdicts are still kept
+
+
+def test_an_unrun_answer_cell_says_run_it_first(capsys):
+    _, lines = _ex01_lines(capsys, _given_cells("ex01"))
+    assert lines == ["ex01_bucket_picker: run your answer cell first (name 'pick_bucket' is not defined), "
+                     "then check again"], lines
+
+
+def test_a_wrong_answer_keeps_the_per_check_report_with_each_hint_once(capsys):
+    ns = _given_cells("ex01")
+    exec(_ex01_answer_cell(), ns)
+    exec("def pick_bucket(batch_size, buckets):\n    return max(buckets)\n", ns)  # wrong; pad_batch still a stub
+    results, lines = _ex01_lines(capsys, ns)
+    out = "\n".join(lines)
+    assert lines[0] == "ex01_bucket_picker" and "  FAIL smallest_bucket (1 point)" in lines, out
+    assert results["ex01_bucket_picker/smallest_bucket"][0] == "differs"
+    assert "bucket for 1 of [1, 2, 4, 8, 16, 32]: differs from the model answer" in out
+    assert out.count("hint: the smallest bucket that is at least the batch size") == 1, out
+    assert "not answered yet: write pad_batch in the answer cell" in out  # the stubbed check, in one line
+    del ns["pad_batch"]  # a name the answer cell defines, missing: say so, not a bare NameError
+    _, lines = _ex01_lines(capsys, ns)
+    assert any("could not finish: run your answer cell first (name 'pad_batch' is not defined)" in ln
+               for ln in lines), lines

@@ -23,6 +23,7 @@ answer to one visible input, which earns nothing at grading.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import hashlib
 import io
@@ -78,6 +79,29 @@ def pristine_checks(folder: Path = EXERCISES_DIR) -> dict[str, dict]:
     for path in _course_notebooks(folder):
         for c in check_cells(nbformat.read(path, as_version=4)):
             out[c["id"]] = c
+    return out
+
+
+def answer_names(folder: Path = EXERCISES_DIR) -> dict[str, list[str]]:
+    """exercise id -> the names its answer cell defines (top-level def, class, assignment), from the course's own
+    exercises/: what a learner writes, named in "not answered yet" / "run your answer cell first"."""
+    out: dict[str, list[str]] = {}
+    for path in _course_notebooks(folder):
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = _meta(cell)
+            if cell.get("cell_type") != "code" or meta.get("role") != "answer" or not meta.get("exercise"):
+                continue
+            names = out.setdefault(meta["exercise"], [])
+            try:
+                tree = ast.parse(cell.source)
+            except SyntaxError:
+                continue
+            for node in tree.body:
+                found = ([node.name] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else
+                         [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign) else
+                         [node.target.id] if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                         else [])
+                names.extend(n for n in found if not n.startswith("_") and n not in names)
     return out
 
 
@@ -272,26 +296,88 @@ def check(exercise: str | None = None, *, namespace: dict | None = None, folder:
         print(f"no exercise {exercise!r} here: try one of {', '.join(ids)}")
         return Results()
     expected = load_expected(folder)
+    names = answer_names(folder)
     results = Results()
-    current = None
+    groups: dict[str, list] = {}
     for c in chosen:
-        if c["exercise"] != current:
-            current = c["exercise"]
-            print(current)
-        obs, hints, error = run_check(c, ns)
-        status, reasons = verdict(c, expected.get(c["id"], {}).get("expect"), obs, hints, error,
-                                  _observe_module().observe.said(c["id"]))
-        results[c["id"]] = (status, reasons)
-        mark = {"passed": "PASS", "differs": "FAIL", "error": "FAIL", "not checked": "----"}[status]
-        print(f"  {mark} {c['name']} ({c['points']} point{'s' * (c['points'] != 1)})")
-        for r in reasons[:4]:
-            print(f"       {r}")
-        if len(reasons) > 4:
-            print(f"       ... and {len(reasons) - 4} more")
+        groups.setdefault(c["exercise"], []).append(c)
+    for ex, group in groups.items():
+        ran = []
+        for c in group:
+            obs, hints, error = run_check(c, ns)
+            want = expected.get(c["id"], {}).get("expect")
+            state = _unanswered(c, want, obs, error, names.get(ex, []))
+            if isinstance(state, tuple):
+                error = f"run your answer cell first (name {state[1]!r} is not defined)"
+            status, reasons = verdict(c, want, obs, hints, error, _observe_module().observe.said(c["id"]))
+            results[c["id"]] = (status, reasons)
+            ran.append((c, status, reasons, hints, state))
+        _print_exercise(ex, ran, names.get(ex, []))
     got = sum(checks[i]["points"] for i, (s, _) in results.items() if s == "passed")
     top = sum(checks[i]["points"] for i, (s, _) in results.items() if s != "not checked")
     print(f"visible checks matching the model answer: {got} of {top} points (the grader adds hidden checks)")
     return results
+
+
+_NAME_ERROR = re.compile(r"NameError: name '([^']+)' is not defined")
+
+
+def _unanswered(c: dict, expected: dict | None, obs: dict, error: str | None, answer: list[str]):
+    """Whether a check saw no answer at all: ("unrun", name) where it stopped at an answer name the kernel does not
+    know (the answer cell was not run), "stub" where everything that differs from the model raised
+    NotImplementedError (the untouched stub), else None. Reads the plain records and the error text only."""
+    if error is not None:
+        m = _NAME_ERROR.match(error)
+        if m and m[1] in answer:
+            return ("unrun", m[1])
+        return "stub" if error.split(":", 1)[0] == "NotImplementedError" else None
+    if not expected or missing_need(c):
+        return None
+    raised = [k for k, v in obs.items() if isinstance(v, dict) and v.get("raised") == "NotImplementedError"]
+    differs = [k for k in expected if k not in obs or digest(c["id"], k, obs[k]) != expected[k]]
+    return "stub" if raised and set(differs) <= set(raised) else None
+
+
+def _write_names(names: list[str]) -> str:
+    if not names:
+        return "write your answer in the answer cell"
+    said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+    return f"write {said} in the answer cell"
+
+
+def _print_exercise(ex: str, ran: list, answer: list[str]) -> None:
+    """One line for an exercise nothing of which is answered yet (or whose answer cell was not run), else its
+    per-check report, each distinct hint once per check."""
+    live = [r for r in ran if r[1] != "not checked"]
+    if live and all(r[4] for r in live):
+        unrun = next((r[4] for r in live if isinstance(r[4], tuple)), None)
+        if unrun:
+            print(f"{ex}: run your answer cell first (name {unrun[1]!r} is not defined), then check again")
+        else:
+            print(f"{ex}: not answered yet: {_write_names(answer)}, run it, then check again")
+        return
+    print(ex)
+    for c, status, reasons, hints, state in ran:
+        mark = {"passed": "PASS", "differs": "FAIL", "error": "FAIL", "not checked": "----"}[status]
+        print(f"  {mark} {c['name']} ({c['points']} point{'s' * (c['points'] != 1)})")
+        if state == "stub" and status != "not checked":
+            used = [n for n in answer if re.search(rf"\b{re.escape(n)}\b", c["source"])]
+            print(f"       not answered yet: {_write_names(used or answer)}, run it, then check again")
+            continue
+        shown: set[str] = set()
+        for r in reasons[:4]:
+            hint = next((h for k, h in hints.items() if isinstance(h, str) and h and r.startswith(f"{k}: ")
+                         and r.endswith(f". {h}")), None)
+            if hint:
+                r = r[:-len(hint) - 2]
+                print(f"       {r}")
+                if hint not in shown:
+                    shown.add(hint)
+                    print(f"         hint: {hint}")
+            else:
+                print(f"       {r}")
+        if len(reasons) > 4:
+            print(f"       ... and {len(reasons) - 4} more")
 
 
 # --- recording the model's observations -------------------------------------------------------------
