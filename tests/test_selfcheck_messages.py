@@ -197,15 +197,15 @@ def test_the_untouched_stub_says_not_answered_in_one_line(capsys):
     ns = _given_cells("ex01")
     exec(_ex01_answer_cell(), ns)  # the stub: every function raises NotImplementedError
     results, lines = _ex01_lines(capsys, ns)
-    assert lines == ["ex01_bucket_picker: not answered yet: write pick_bucket and pad_batch in the answer cell, "
-                     "run it, then check again"], lines
+    assert lines == [("ex01_bucket_picker: not answered yet: write pick_bucket and pad_batch in the answer cell, "
+                      "run it, then check again")], lines
     assert results and all(status != "passed" for status, _ in results.values())  # the verdicts are still kept
 
 
 def test_an_unrun_answer_cell_says_run_it_first(capsys):
     _, lines = _ex01_lines(capsys, _given_cells("ex01"))
-    assert lines == ["ex01_bucket_picker: run your answer cell first (name 'pick_bucket' is not defined), "
-                     "then check again"], lines
+    assert lines == [("ex01_bucket_picker: run your answer cell first (name 'pick_bucket' is not defined), "
+                      "then check again")], lines
 
 
 def test_a_wrong_answer_keeps_the_per_check_report_with_each_hint_once(capsys):
