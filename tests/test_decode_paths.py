@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import matplotlib
@@ -242,3 +243,26 @@ def test_lesson_08_reads_k_steps_time_per_token_as_recorded() -> None:
     k16 = _ratio(dp.ratio_line(data, 8, "graph_k16", "reduce_overhead"))
     assert k1[2] < 0.7 and k16[2] < 0.7 and k16[0] < k1[0], (k1, k16)
     assert "At batch 8 the eager kernels beat it by about a third with one graph per step already" in text
+
+
+def test_the_recorded_demos_hold_every_case_lesson_07_reads_with_their_own_provenance(monkeypatch):
+    # Lesson 07 reads the kept-across-another-function case and the torch.cond skip from the recorded demos on a
+    # machine without a GPU; they were recorded again on their own, so the label must give that run's date.
+    from graphcourse.lessons import decode_paths as dp
+
+    data = json.loads((ROOT / "data" / "decode_paths.json").read_text())
+    demos = data["demos"]
+    for key in ("kept_output", "cloned_output", "other_function", "two_calls_unmarked", "two_calls_marked",
+                "skip_mutation", "skip_cpu_tensor", "skip_cond", "decode_plain", "decode_static"):
+        assert key in demos, key
+    assert "after a call to another compiled function" in demos["other_function"]
+    assert demos["skip_cond"]["logged"] == ["skipping cudagraphs due to control flow operator: torch.cond."]
+    monkeypatch.setattr("graphcourse.lessons.teaching.cuda_here", lambda: False)
+    got, where = dp.demos_live_or_recorded(data)
+    assert got is demos
+    p = data["demos_provenance"]
+    assert where == (f"no CUDA GPU here: recorded on {p['gpu_name']}, {p['date_utc'][:10]}, torch {p['torch']} "
+                     f"(CUDA {p['cuda']}), in a child process there")
+    assert "/root" not in p["command"] and "/tmp" not in p["command"]
+    _, other = dp.demos_live_or_recorded(data, "conditional_demo")
+    assert dp.recorded_label(data) in other  # the conditional demo keeps the file's own provenance

@@ -201,9 +201,12 @@ def demos_live_or_recorded(data: dict[str, Any] | None, key: str = "demos") -> t
         return run(), f"live on {name}, torch {torch.__version__}, in a child process"
     if data is None or key not in data:
         return None, "no CUDA GPU here and no recorded observations of this demo"
+    # a demo recorded again on its own (`--sections demos`, merged into the file) carries its own provenance
+    label = recorded_label({"provenance": data[f"{key}_provenance"]}) if f"{key}_provenance" in data \
+        else recorded_label(data)
     if reuse:  # re-executing a lesson right after the benchmark: show what it just recorded, not a second run
-        return data[key], f"{recorded_label(data)}, in a child process (GRAPHCOURSE_RECORDED_DEMOS=1)"
-    return data[key], f"no CUDA GPU here: {recorded_label(data)}, in a child process there"
+        return data[key], f"{label}, in a child process (GRAPHCOURSE_RECORDED_DEMOS=1)"
+    return data[key], f"no CUDA GPU here: {label}, in a child process there"
 
 
 # --------------------------------------------------------------------------- K steps per launch on the toy timeline
