@@ -209,7 +209,9 @@ def tradeoff_figure(rows: list[TradeoffRow], label: str, highlight: str | None =
             ax_cost.axhline(capture_budget_s, color=COLORS["graph_launch"], linestyle="-.", linewidth=1.5,
                             gid=CAPTURE_BUDGET_GID, label=f"capture budget {capture_budget_s:.2f} s")
         lines = ax_cost.get_legend_handles_labels()[0] + ax_mem.get_legend_handles_labels()[0]
-        ax_cost.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="upper left")
+        # below the axes, never over the lines it names
+        ax_cost.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="upper center",
+                       bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
         ax_cost.set_title(f"capture cost ({label})", fontsize=9)
     else:
         ax_cost.text(0.5, 0.5, "capture cost not recorded yet:\nrun python -m graphcourse.gpulib.bench_serving\n"
@@ -310,7 +312,8 @@ def tradeoff_explorer(distribution: Mapping[int, float], recorded: Mapping[str, 
             value=capture_budget_s, base=10, min=-2, max=2, step=0.1, description="capture budget (s)",
             readout_format=CAPTURE_READOUT_FORMAT, continuous_update=False, style=wide),
         "pool": widgets.Dropdown(options=[(v, k) for k, v in POOLS.items()], value=pool,
-                                 description="memory read against", style=wide),
+                                 description="memory read against", style=wide,
+                                 layout=widgets.Layout(width="30em")),  # room for the longest choice, uncut
     }
     return Explorer(controls, render_tradeoff,
                     fixed={"distribution": distribution, "recorded": recorded, "label": label})
