@@ -95,8 +95,20 @@ def test_item_sync_lines_use_the_per_repeat_cost_range_when_recorded() -> None:
             "item_cost_us": 30.0, "item_cost_us_min": 22.0, "item_cost_us_max": 41.0,
             "eager_item_cost_us": -10.0, "eager_item_cost_us_min": -90.0, "eager_item_cost_us_max": 60.0}
     text = decode.item_sync_lines(item)
-    assert "+30 µs [+22..+41], +30% a token" in text
-    assert "-10 µs [-90..+60]: its range includes 0" in text
+    assert "(median per-repeat difference +30 µs [+22..+41], +30% a token)" in text
+    assert "(median per-repeat difference -10 µs [-90..+60]: its range includes 0" in text
+
+
+def test_item_sync_lines_label_the_recorded_cost_as_the_median_of_differences() -> None:
+    """The recorded eager medians fall while the paired differences' median rises: the line must say which it prints."""
+    item = section("item_sync", load_reference())
+    text = decode.item_sync_lines(item)
+    for mode, key in (("eager", "eager_item_cost_us"), ("graph", "item_cost_us")):
+        line = next(ln for ln in text.splitlines() if ln.strip().startswith(f"{mode}:"))
+        assert f"median per-repeat difference {item[key]:+.0f} µs" in line
+        medians = item[f"{mode}_item_us_per_token"] - item[f"{mode}_us_per_token"]
+        if round(medians) != round(item[key]):
+            assert f"difference {medians:+.0f} µs" not in line
 
 
 def test_the_lines_read_the_recorded_benchmark() -> None:

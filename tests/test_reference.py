@@ -64,3 +64,19 @@ def test_committed_reference_came_from_a_gpu_run() -> None:
         assert reference.section(name, data)
     assert [r["batch"] for r in data["decode"]["rows"]] == [1, 2, 4, 8, 16, 32, 64]
     assert all(r["replay_matches_eager"] for r in data["decode"]["rows"])
+
+
+def test_lesson_02_reads_the_two_launch_prices_as_about_twice() -> None:
+    """Lesson 02 says a kernel in a model costs 'about twice' a bare launch: the recorded figures must say so too."""
+    import nbformat
+
+    costs = reference.load_reference()["costs"]
+    ratio, lo, hi = reference.launch_price_ratio(costs)
+    assert 1.5 <= ratio < 2.5, f"the medians' ratio is {ratio:.2f}: reword lesson 02's 'about twice'"
+    assert lo > 1.0, "the two prices' ranges overlap: 'costs more' would not be an effect"
+    nb = nbformat.read(ROOT / "notebooks" / "02_launch_tax.ipynb", as_version=4)
+    text = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "costs about twice a bare launch" in text
+    assert "two to three times" not in text
+    printed = reference.launch_price_lines(costs)
+    assert f"{ratio:.2f}x a bare launch" in printed and f"{lo:.2f}x..{hi:.2f}x" in printed

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from ._guard import Guarded
-from .capture import ToyGraph, launch
+from .capture import ToyGraph, count, launch
 from .errors import InvalidArgumentError
 from .memory import Buffer, ToyDevice, _check_values, default_device
 
@@ -174,4 +174,4 @@ class BucketedGraphs(Guarded):
         return {b: g.memory_bytes for b, g in self.graphs.items()}
 
     def __repr__(self) -> str:
-        return f"BucketedGraphs(buckets={list(self.buckets)}, {len(self.kernels)} kernels, {sum(self.memory_bytes.values())} bytes of graph pools)"
+        return f"BucketedGraphs(buckets={list(self.buckets)}, {count(len(self.kernels), 'kernel')}, {sum(self.memory_bytes.values())} bytes of graph pools)"

@@ -50,6 +50,11 @@ from .freeze import Frozen, freeze
 from .liveness import DeadTensor, check_input_liveness as _check_liveness, dead_tensors, external_buffers, fault_message
 from .memory import Buffer, MemoryPool, ToyDevice, _check_values, _kernel_running, default_device
 
+
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """'1 kernel', '2 kernels': a count with its noun in the right number (plural defaults to word + 's')."""
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
 Kernel = Callable[..., object]
 
 
@@ -325,7 +330,7 @@ class ToyGraph(Guarded):
         return out
 
     def __repr__(self) -> str:
-        return (f"ToyGraph({self.name!r}, {self.state}{self._captured_for()}, {len(self.nodes) or len(self.ops)} kernels, "
+        return (f"ToyGraph({self.name!r}, {self.state}{self._captured_for()}, {count(len(self.nodes) or len(self.ops), 'kernel')}, "
                 f"{self.memory_bytes} bytes in its pool, replayed {self.replays}x)")
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ._guard import Guarded
-from .capture import Node, ToyGraph, graph, launch
+from .capture import Node, ToyGraph, count, graph, launch
 from .errors import CaptureError, GraphStateError, InvalidArgumentError
 from .memory import Buffer, ToyDevice, default_device
 from .timeline import Event
@@ -210,5 +210,5 @@ class StreamGraph(Guarded):
         return sum(n.kernel_us for n in self.graph.nodes)
 
     def __repr__(self) -> str:
-        return (f"StreamGraph({self.graph.name!r}, {len(self.graph.nodes)} kernels on "
+        return (f"StreamGraph({self.graph.name!r}, {count(len(self.graph.nodes), 'kernel')} on "
                 f"{sorted({*self.stream_of.values()})}, last replay {self.last_replay_us:.1f} µs of GPU time)")

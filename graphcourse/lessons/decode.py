@@ -100,7 +100,9 @@ def headline_lines(row: dict[str, Any], label: str) -> str:
 def item_sync_lines(item: dict[str, Any]) -> str:
     """What one `.item()` a token costs each loop (the benchmark's 'item_sync' section): medians with [min..max].
 
-    A difference whose range over the repeats includes zero (or, in older data, that is no larger
+    Where the data records it, the cost is the median of the per-repeat differences with [min..max]
+    (labelled so: it need not equal the difference of the two medians); older data without it falls
+    back to the difference of the medians. A difference whose range over the repeats includes zero (or, in older data, that is no larger
     than the loops' spread) is reported as noise rather than as a cost or a gain.
     """
     lines = [f"{item['tokens']} tokens at batch {item['batch']} (median [min..max] over {item.get('repeats', '?')} repeats):"]
@@ -110,7 +112,9 @@ def item_sync_lines(item: dict[str, Any]) -> str:
         if f"{cost_key}_min" in item:
             lo, hi, diff = item[f"{cost_key}_min"], item[f"{cost_key}_max"], item[cost_key]
             noise = lo <= 0 <= hi
-            shown = f"{diff:+.0f} µs [{lo:+.0f}..{hi:+.0f}]"
+            # The median of the paired per-repeat differences (each repeat times both loops back to
+            # back), which need not equal the difference of the two medians printed beside it.
+            shown = f"median per-repeat difference {diff:+.0f} µs [{lo:+.0f}..{hi:+.0f}]"
         else:
             diff = synced_us - plain_us
             spread = max(item.get(f"{mode}_spread_us", 0.0), item.get(f"{mode}_item_spread_us", 0.0))

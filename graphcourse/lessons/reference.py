@@ -49,6 +49,29 @@ def recorded_label(data: dict[str, Any] | None = None) -> str:
     return f"recorded on {p.get('gpu_name', 'an unnamed GPU')}, {date}, torch {p.get('torch', '?')}"
 
 
+LAUNCH_PRICES = (("eager_launch_us", "bare launch      "), ("kernel_in_model_us", "kernel in a model"))
+
+
+def launch_price_ratio(costs: dict[str, Any]) -> tuple[float, float, float]:
+    """Kernel-in-a-model price over bare-launch price: (ratio of the medians, lowest, highest ratio the ranges allow)."""
+    bare, model = costs["eager_launch_us"], costs["kernel_in_model_us"]
+    return model["median"] / bare["median"], model["min"] / bare["max"], model["max"] / bare["min"]
+
+
+def launch_price_lines(costs: dict[str, Any]) -> str:
+    """Lesson 02's two launch prices, median [min..max], and their ratio read from the same figures."""
+    lines = []
+    for key, name in LAUNCH_PRICES:
+        if key in costs:
+            c = costs[key]
+            lines.append(f"{name}: {c['median']:5.1f} µs [{c['min']:.1f}..{c['max']:.1f}]  ({c['from']})")
+    if all(key in costs for key, _ in LAUNCH_PRICES):
+        ratio, lo, hi = launch_price_ratio(costs)
+        lines.append(f"a kernel in a model costs {ratio:.2f}x a bare launch (medians; "
+                     f"{lo:.2f}x..{hi:.2f}x from the ranges)")
+    return "\n".join(lines)
+
+
 SERVING_COMMAND = "python -m graphcourse.gpulib.bench_serving --out data/gpu_reference.json"
 
 
