@@ -71,6 +71,20 @@ def solutions_sha256(solutions_dir: Path) -> str:
     return digest.hexdigest()
 
 
+def start_watchdog(scratch: Path, pool: "UidPool | None", course_root: Path) -> subprocess.Popen:
+    """The run's watchdog (graphcourse.grading.watchdog), holding the run's uid locks until it exits.
+
+    The watchdog kills whatever still runs with the run's uids after the grader ends. It inherits the locks' file
+    descriptors, so a uid stays taken until that sweep is over: released with the grader alone, a uid could go to
+    another grader starting on the same machine, whose kernel the sweep would then kill ("Kernel died before
+    replying to kernel_info", seen with two graders side by side)."""
+    return subprocess.Popen([sys.executable, "-m", "graphcourse.grading.watchdog", str(scratch),
+                             *map(str, pool.uids if pool else [])],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            pass_fds=tuple(pool.fds) if pool else (),
+                            cwd=str(course_root), env=dict(os.environ, PYTHONPATH=str(course_root)))
+
+
 @dataclass
 class Options:
     timeout_floor: float = 20.0  # seconds: the least any learner cell gets
@@ -539,10 +553,7 @@ class Grader:
         if self.confinement.confined:
             self.uid_pool = UidPool(jobs)
             self.report["run"]["uids"] = list(self.uid_pool.uids)
-        watchdog = subprocess.Popen([sys.executable, "-m", "graphcourse.grading.watchdog", str(self.tmp),
-                                     *map(str, self.uid_pool.uids if self.uid_pool else [])],
-                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    cwd=str(self.course_root), env=dict(os.environ, PYTHONPATH=str(self.course_root)))
+        watchdog = start_watchdog(self.tmp, self.uid_pool, self.course_root)
         self.slots = asyncio.Queue()
         for s in range(1, jobs + 1):
             self.slots.put_nowait(s)

@@ -284,8 +284,9 @@ def unmount_under(folder: Path) -> None:
 class UidPool:
     """uids for this run's kernels, none shared with another grader running on the same machine at the same time.
 
-    Each uid in GRADER_UID_BASE .. +999 is taken by holding an flock on a file in a root-only folder; the lock goes
-    when the grader ends, however it ends. A uid is also skipped while any process still runs with it."""
+    Each uid in GRADER_UID_BASE .. +999 is taken by holding an flock on a file in a root-only folder; the run's
+    watchdog inherits the locks (engine.start_watchdog), so a lock goes when the grader and its watchdog's last sweep
+    have ended, however the grader ends. A uid is also skipped while any process still runs with it."""
 
     def __init__(self, count: int, folder: Path = Path("/run/graphcourse-grade") if Path("/run").is_dir()
                  else Path("/tmp/graphcourse-grade-uids")) -> None:
