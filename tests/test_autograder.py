@@ -4,7 +4,9 @@ The zip is unzipped into a fresh root laid out as Gradescope's (ROOT/source, ROO
 run_autograder runs there with AUTOGRADER_ROOT set and the course's venv on PATH in place of setup.sh (which is
 only checked by `bash -n`: it installs packages). A notebook graded there must earn what
 `python -m graphcourse.grading` gives the same notebook; a submission with no notebook, or none readable, must
-get score 0 and a message saying what to hand in. Spec: https://gradescope-autograders.readthedocs.io/en/latest/specs/
+get score 0 and a message saying what to hand in. Where learners' kernels cannot be confined (simulated with the
+grader's own switch, GRAPHCOURSE_GRADE_UNCONFINED=1), the default zip grades nothing and says why; one built with
+--allow-unconfined grades and labels the result. Spec: https://gradescope-autograders.readthedocs.io/en/latest/specs/
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import pytest
 from graphcourse.core.exercise_format import find_regions, layout_of
 from graphcourse.core.paths import ROOT as COURSE
 from graphcourse.grading.engine import assignment_seed
+from graphcourse.grading import gradescope_bundle as gb
 from graphcourse.grading.gradescope_bundle import build
+from graphcourse.grading.sandbox import Confinement
 
 VENV_BIN = Path(sys.executable).parent
 NOTEBOOK = "06_exercises.ipynb"
@@ -55,11 +59,15 @@ def gradescope_root(tmp_path: Path, bundle: Path) -> Path:
     return root
 
 
-def run_autograder(root: Path) -> dict:
+def run_autograder(root: Path, env_extra: dict | None = None, log: list | None = None) -> dict:
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), PATH=f"{VENV_BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     env.pop("PYTHONPATH", None)
+    env.pop("GRAPHCOURSE_GRADE_UNCONFINED", None)
+    env.update(env_extra or {})
     done = subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    if log is not None:
+        log.append(done.stdout + done.stderr)
     text = (root / "results" / "results.json").read_text()
     result = json.loads(text)
     assert_gradescope_format(result)
@@ -160,3 +168,139 @@ def test_a_notebook_earns_what_the_grader_gives_it(bundle: Path, tmp_path: Path,
     assert earned > 0 and result["score"] == earned, "the one answered exercise earns its points, the stubs none"
     assert result["extra_data"]["seed"] == assignment_seed(COURSE / "solutions"), "graded with the assignment's fixed seed"
     assert result["extra_data"]["notebooks"][NOTEBOOK]["status"] == "graded"
+
+
+# --- confinement: refused by default, graded and labelled when the instructor opts in --------------------------
+
+NO_CONFINEMENT = {"GRAPHCOURSE_GRADE_UNCONFINED": "1"}  # the grader's own switch: sandbox.detect() reports none
+
+
+@pytest.fixture(scope="module")
+def unconfined_bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundle-unconfined") / "autograder.zip"
+    build(out, allow_unconfined=True)
+    return out
+
+
+def test_the_zip_says_whether_it_may_grade_unconfined(bundle: Path, unconfined_bundle: Path) -> None:
+    with zipfile.ZipFile(bundle) as z:
+        assert json.loads(z.read(gb.CONFIG)) == {"allow_unconfined": False}, "refusing is the default"
+    with zipfile.ZipFile(unconfined_bundle) as z:
+        assert json.loads(z.read(gb.CONFIG)) == {"allow_unconfined": True}
+    for made, flag in ((["UNCONFINED=1"], True), ([], False)):
+        if shutil.which("make") is None:
+            break
+        done = subprocess.run(["make", "-n", "-o", ".venv/.course-installed", "autograder", *made], cwd=COURSE,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert ("--allow-unconfined" in done.stdout) is flag, done.stdout
+
+
+def test_a_missing_or_broken_config_refuses(tmp_path: Path) -> None:
+    assert gb.allows_unconfined(tmp_path) is False  # an older zip, without the file
+    for text, allowed in (("{not json", False), ('["allow_unconfined"]', False), ('{"allow_unconfined": "yes"}', False),
+                          ('{"allow_unconfined": false}', False), ('{"allow_unconfined": true}', True)):
+        (tmp_path / gb.CONFIG).write_text(text)
+        assert gb.allows_unconfined(tmp_path) is allowed, text
+
+
+def trap_notebook(marker: Path) -> nbformat.NotebookNode:
+    """The handed-out notebook with every answer cell writing marker: it exists once any learner's code has run."""
+    nb = nbformat.read(COURSE / "exercises" / NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("graphcourse", {}).get("role") == "answer":
+            cell.source = f"open({str(marker)!r}, 'w').write('ran')\n" + cell.source
+    return nb
+
+
+def test_without_confinement_nothing_is_graded_by_default(bundle: Path, tmp_path: Path) -> None:
+    root = gradescope_root(tmp_path, bundle)
+    marker = tmp_path / "learner-code-ran"
+    nbformat.write(trap_notebook(marker), root / "submission" / NOTEBOOK)
+    log: list[str] = []
+    result = run_autograder(root, NO_CONFINEMENT, log)
+    assert result["score"] == 0 and result["tests"] == [], result
+    assert not marker.exists(), "the learner's code ran although it could not be confined"
+    assert "-m graphcourse.grading " not in log[0], "the grader was started: " + log[0][-2000:]
+    out = result["output"]
+    assert out.startswith("Your notebooks were NOT graded"), out
+    assert "cannot confine" in out and "GRAPHCOURSE_GRADE_UNCONFINED=1 is set" in out, "says why, in the grader's words"
+    assert "not a mark on your work" in out and "tell your instructor" in out, "tells the learner what to do"
+    assert "bubblewrap" in out and "setup.sh" in out, "tells the instructor the fix"
+    assert "make autograder UNCONFINED=1" in out and "--allow-unconfined" in out, "and the opt-in, with its risk"
+    assert "as root beside the model answers" in out
+    assert result["extra_data"]["graded"] is False and result["extra_data"]["confined"] is False
+    assert "NOT CONFINED" in log[0], "the instructor's log says so too"
+
+
+def fake_grader(tmp_path: Path, confined: bool) -> str:
+    """A stand-in for `python -m graphcourse.grading`: writes a report (confined or not) and one Gradescope file."""
+    script = tmp_path / "fake-python"
+    script.write_text(f"""#!{sys.executable}
+import json, sys
+from pathlib import Path
+args = sys.argv
+report, gs = Path(args[args.index("--report") + 1]), Path(args[args.index("--gradescope") + 1])
+gs.mkdir(parents=True, exist_ok=True)
+report.write_text(json.dumps({{"run": {{"seed": 7, "confined": {confined!r},
+    "confinement": {("confined by bubblewrap" if confined else "NOT CONFINED: the kernels could not be confined")!r}}}}}))
+(gs / "learner.json").write_text(json.dumps({{"score": 5, "output": "graded", "tests": [
+    {{"name": "ex01/a", "score": 5, "max_score": 5, "output": "", "visibility": "visible"}}]}}))
+""")
+    script.chmod(0o755)
+    return str(script)
+
+
+def fake_root(tmp_path: Path, allow: bool | None) -> Path:
+    root = tmp_path / "autograder"
+    (root / "source" / "solutions").mkdir(parents=True)
+    shutil.copy2(COURSE / "solutions" / NOTEBOOK, root / "source" / "solutions" / NOTEBOOK)
+    if allow is not None:
+        (root / "source" / gb.CONFIG).write_bytes(gb.config_bytes(allow))
+    (root / "submission").mkdir()
+    shutil.copy2(COURSE / "exercises" / NOTEBOOK, root / "submission" / NOTEBOOK)
+    return root
+
+
+@pytest.mark.parametrize("allow", [False, None])
+def test_marks_of_a_grader_that_ran_unconfined_are_not_kept(tmp_path: Path, monkeypatch, allow) -> None:
+    """detect() said confined but the grader's report says not (e.g. its own probe failed): no score is kept."""
+    monkeypatch.setattr("graphcourse.grading.sandbox.detect", lambda: Confinement("bwrap"))
+    result = gb.grade_submission(fake_root(tmp_path, allow), python=fake_grader(tmp_path, confined=False))
+    assert result["score"] == 0 and result["tests"] == [], result
+    assert "NOT graded" in result["output"] and "the kernels could not be confined" in result["output"]
+    assert "NOT CONFINED: NOT CONFINED" not in json.dumps(result)
+
+
+def test_a_confined_grading_is_not_labelled(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("graphcourse.grading.sandbox.detect", lambda: Confinement("bwrap"))
+    result = gb.grade_submission(fake_root(tmp_path, False), python=fake_grader(tmp_path, confined=True))
+    assert result["score"] == 5 and result["output"] == "graded", result
+    assert result["extra_data"]["confined"] is True and result["extra_data"]["allow_unconfined"] is False
+
+
+def test_the_opt_in_grades_unconfined_and_labels_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("graphcourse.grading.sandbox.detect",
+                        lambda: Confinement("none", ("bubblewrap is not installed",)))
+    result = gb.grade_submission(fake_root(tmp_path, True), python=fake_grader(tmp_path, confined=False))
+    assert result["score"] == 5 and [t["score"] for t in result["tests"]] == [5], "graded: the marks are kept"
+    assert result["output"].startswith("GRADED UNCONFINED: ") and result["output"].endswith("graded"), result["output"]
+    assert result["extra_data"]["confined"] is False and result["extra_data"]["allow_unconfined"] is True
+    assert result["extra_data"]["confinement"].startswith("NOT CONFINED")
+
+
+@pytest.mark.slow
+def test_a_zip_built_to_allow_it_grades_unconfined_and_says_so(unconfined_bundle: Path, tmp_path: Path,
+                                                                course_process: None) -> None:
+    nb, answered = learner_answer()
+    root = gradescope_root(tmp_path, unconfined_bundle)
+    nbformat.write(nb, root / "submission" / NOTEBOOK)
+    log: list[str] = []
+    result = run_autograder(root, NO_CONFINEMENT, log)
+    earned = sum(t["score"] for t in result["tests"] if t["name"].startswith(answered + "/"))
+    assert earned > 0 and result["score"] == earned, (result["output"], result["tests"])
+    assert result["output"].startswith(gb.UNCONFINED_LABEL), result["output"]
+    extra = result["extra_data"]
+    assert extra["confined"] is False and extra["allow_unconfined"] is True, extra
+    assert "GRAPHCOURSE_GRADE_UNCONFINED=1 is set" in extra["confinement"], extra
+    assert "NOT CONFINED" in log[0]

@@ -12,6 +12,13 @@ check) and copies that file into place. Whatever goes wrong, the learner gets a 
 what and what to do, with score 0, never an empty result. ``AUTOGRADER_ROOT`` (default ``/autograder``) moves the
 whole tree, so the bundle can be tried outside Gradescope (tests/test_autograder.py).
 
+Confinement: Gradescope runs everything as root, beside ``solutions/``. Before any learner's code runs, ``--run``
+asks the grader's own detection (``sandbox.detect``, the one the grader confines by) whether each kernel can be
+confined; where it cannot (no bubblewrap, no user namespaces), the submission is NOT graded: the results.json gives
+score 0, no tests, and says why and how to fix it. An instructor who accepts the risk builds the zip with
+``--allow-unconfined`` (``make autograder UNCONFINED=1``), written into the bundle's ``autograder_config.json``;
+then the submission is graded unconfined and its results say so.
+
 The bundle holds the model answers and hidden checks (``solutions/``): the grader needs them, and Gradescope
 never shows an autograder's files to students. It never holds tests, the instructor kit, git, builds or caches.
 """
@@ -34,6 +41,8 @@ from ..core.paths import BUILD_DIR, ROOT
 
 DEFAULT_OUT = BUILD_DIR / "autograder.zip"
 DEFAULT_ROOT = "/autograder"
+CONFIG = "autograder_config.json"
+"""The bundle's settings, at its root (source/ in the container): {"allow_unconfined": bool}, chosen when it was built."""
 
 FILES = ["pyproject.toml", "requirements.lock", "bootstrap.py", "README.md"]
 """Single files the set-up needs: bootstrap.py installs the course (pip reads pyproject.toml, whose readme is README.md)."""
@@ -51,7 +60,8 @@ SETUP_SH = """#!/usr/bin/env bash
 # everything as root, so no sudo), from the unzipped bundle in /autograder/source. It installs the course with the
 # versions it was tested with (requirements.lock; bootstrap.py does what `make lab` does), the CPU build of torch,
 # and bubblewrap, with which the grader confines each learner's kernel (docs/grading.md). Where the container cannot
-# make namespaces, the grader still grades and records NOT CONFINED in the log that run_autograder prints.
+# make namespaces, run_autograder grades nothing and says so in each result, unless the zip was built with
+# --allow-unconfined (make autograder UNCONFINED=1): then it grades NOT CONFINED and each result says that.
 # Written by python -m graphcourse.grading.gradescope_bundle: change that module, not this copy.
 set -euo pipefail
 SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -59,7 +69,7 @@ TORCH="${TORCH:-@TORCH@}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q || echo "setup.sh: apt-get update failed; trying the package lists the image has"
 apt-get install -y -q bubblewrap util-linux \\
-  || echo "setup.sh: bubblewrap could not be installed: learners' kernels will run NOT CONFINED"
+  || echo "setup.sh: bubblewrap could not be installed: submissions will not be graded (the zip refuses to grade unconfined unless built with --allow-unconfined)"
 # The course needs Python 3.11 or newer: Ubuntu 24.04 has 3.12; on 22.04, python3.11 comes from its universe.
 PY=""
 for cand in python3.13 python3.12 python3.11 python3; do
@@ -143,8 +153,15 @@ def _entry(name: str, mode: int) -> zipfile.ZipInfo:
     return info
 
 
-def build(out: Path = DEFAULT_OUT, root: Path = ROOT, torch: str | None = None) -> list[str]:
-    """Write the autograder zip: setup.sh and run_autograder at its root, then the course's files. Returns its names."""
+def config_bytes(allow_unconfined: bool = False) -> bytes:
+    """The bundle's autograder_config.json."""
+    return (json.dumps({"allow_unconfined": bool(allow_unconfined)}, indent=1, sort_keys=True) + "\n").encode()
+
+
+def build(out: Path = DEFAULT_OUT, root: Path = ROOT, torch: str | None = None,
+          allow_unconfined: bool = False) -> list[str]:
+    """Write the autograder zip: setup.sh, run_autograder and its config at its root, then the course's files.
+    Returns its names. allow_unconfined: grade where learners' kernels cannot be confined (default: refuse to)."""
     missing = [n for n in ("solutions", "graphcourse", "toygraph", "bootstrap.py", "pyproject.toml") if not (root / n).exists()]
     if missing or not solution_paths(root / "solutions"):
         raise FileNotFoundError(f"{root} is not the authored course (missing: {', '.join(missing) or 'solutions/*.ipynb'}): "
@@ -155,10 +172,11 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT, torch: str | None = None) 
     with zipfile.ZipFile(tmp, "w") as z:
         z.writestr(_entry("setup.sh", 0o755), SETUP_SH.replace("@TORCH@", torch or cpu_torch(root)))
         z.writestr(_entry("run_autograder", 0o755), RUN_AUTOGRADER)
+        z.writestr(_entry(CONFIG, 0o644), config_bytes(allow_unconfined))
         for rel in files:
             z.writestr(_entry(rel, 0o755 if rel == "bootstrap.py" else 0o644), (root / rel).read_bytes())
     os.replace(tmp, out)
-    return ["setup.sh", "run_autograder"] + files
+    return ["setup.sh", "run_autograder", CONFIG] + files
 
 
 # --- grading one submission, in the container ----------------------------------------------------------
@@ -166,6 +184,36 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT, torch: str | None = None) 
 def failure(message: str) -> dict:
     """A results.json that grades nothing and tells the learner why (score 0)."""
     return {"score": 0, "tests": [], "output": message, "visibility": "visible", "stdout_visibility": "hidden"}
+
+
+def allows_unconfined(source: Path) -> bool:
+    """Whether the bundle under source was built with --allow-unconfined (a missing or unreadable config: no)."""
+    try:
+        return json.loads((source / CONFIG).read_text(encoding="utf-8")).get("allow_unconfined") is True
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+FIX = ("To fix it (instructor): give the image bubblewrap and user namespaces (setup.sh installs bubblewrap with "
+       "apt-get: read its log in the image build, and choose an Ubuntu base image whose container lets bubblewrap "
+       "make namespaces), or, accepting that learners' code then runs as root beside the model answers and hidden "
+       "checks, rebuild the zip with `make autograder UNCONFINED=1` (python -m graphcourse.grading.gradescope_bundle "
+       "--allow-unconfined) and upload it again; see docs/grading.md, 'On Gradescope'.")
+
+
+def refused(reasons: list[str] | tuple[str, ...]) -> dict:
+    """The results.json of a submission not graded because its kernels could not be confined (score 0, no tests)."""
+    result = failure("Your notebooks were NOT graded: this autograder does not run learners' code unconfined, and "
+                     "this Gradescope container cannot confine it (" + "; ".join(reasons or ["no reason given"]) + "). "
+                     "This is not a mark on your work: please tell your instructor, who can regrade your submission "
+                     "once it is fixed. " + FIX)
+    result["extra_data"] = {"graded": False, "confined": False, "allow_unconfined": False,
+                            "confinement": "NOT CONFINED: " + "; ".join(reasons)}
+    return result
+
+
+UNCONFINED_LABEL = ("GRADED UNCONFINED: your code ran without the grader's confinement (no bubblewrap or user "
+                    "namespaces in this container), as the instructor chose for this assignment (--allow-unconfined).")
 
 
 def find_notebooks(submission: Path) -> tuple[list[Path], list[str], list[str]]:
@@ -203,11 +251,15 @@ def _staged_name(name: str, taken: set[str]) -> str:
     return name
 
 
-def grade_submission(root: Path, python: str = sys.executable) -> dict:
-    """Gradescope's results for the notebooks under root/submission, graded by the course's grader."""
+def grade_submission(root: Path, python: str = sys.executable, allow_unconfined: bool | None = None) -> dict:
+    """Gradescope's results for the notebooks under root/submission, graded by the course's grader. Where the
+    learners' kernels cannot be confined, nothing is graded unless allow_unconfined (default: the bundle's config)."""
     from .notebooks import InvalidNotebook, parse, read_bytes
+    from .sandbox import detect
 
     source, submission = root / "source", root / "submission"
+    if allow_unconfined is None:
+        allow_unconfined = allows_unconfined(source)
     expected = ", ".join(p.name for p in solution_paths(source / "solutions")) or "the exercise notebooks"
     books, others, notes = find_notebooks(submission) if submission.is_dir() else ([], [], [])
     if not books:
@@ -238,6 +290,11 @@ def grade_submission(root: Path, python: str = sys.executable) -> dict:
         if not staged:
             return failure("None of your notebooks could be read, so nothing was graded. " + "; ".join(unreadable)
                            + ". Open each in Jupyter, save it (File > Save Notebook), and upload the saved .ipynb again.")
+        confinement = detect()  # the grader's own test, before any learner's code runs
+        print("run_autograder: " + confinement.describe()
+              + ("" if confinement.confined else f" (allow_unconfined: {allow_unconfined})"), flush=True)
+        if not confinement.confined and not allow_unconfined:
+            return refused(confinement.reasons)
         report, out = work / "report.json", work / "gradescope"
         cmd = [python, "-m", "graphcourse.grading", *map(str, staged), "--report", str(report), "--gradescope", str(out),
                "--solutions", str(source / "solutions"), "--jobs", "1", "--quiet"]
@@ -255,9 +312,18 @@ def grade_submission(root: Path, python: str = sys.executable) -> dict:
         extra = result.setdefault("extra_data", {})
         extra["seed"] = run.get("seed")
         extra["confined"] = run.get("confined")
+        extra["allow_unconfined"] = allow_unconfined
+        if run.get("confined") is not True:
+            reasons = [str(run.get("confinement") or "the grader's report does not say its kernels were confined")
+                       .removeprefix("NOT CONFINED: ")]
+            if not allow_unconfined:  # the grader found what detect() above did not: its marks are not kept
+                return refused(reasons)
+            extra["confinement"] = "NOT CONFINED: " + reasons[0]
         said = [f"could not read {u}" for u in unreadable] + notes
         if said:
             result["output"] = "; ".join([result.get("output", "")] + said).lstrip("; ")
+        if run.get("confined") is not True:
+            result["output"] = (UNCONFINED_LABEL + " " + result.get("output", "")).strip()
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -287,17 +353,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the zip (default: build/autograder.zip)")
     p.add_argument("--torch", default=None, help="the torch setup.sh installs, as pip arguments (default: the course's "
                    "pinned torch, CPU build)")
+    p.add_argument("--allow-unconfined", action="store_true",
+                   help="build a zip that grades even where learners' kernels cannot be confined (no bubblewrap or "
+                        "user namespaces in the container): their code then runs as root beside solutions/, and each "
+                        "result says GRADED UNCONFINED. Default: such a submission is not graded and its result says why")
     p.add_argument("--run", action="store_true", help="grade the submission under $AUTOGRADER_ROOT (what run_autograder does)")
     args = p.parse_args(argv)
     if args.run:
         return run()
     try:
-        names = build(args.out, torch=args.torch)
+        names = build(args.out, torch=args.torch, allow_unconfined=args.allow_unconfined)
     except (OSError, RuntimeError) as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return 1
     print(f"wrote {args.out}: {len(names)} files ({sum(n.startswith('solutions/') for n in names)} solutions notebooks). "
           "Upload it in Gradescope: Configure Autograder (docs/grading.md, 'On Gradescope').")
+    if args.allow_unconfined:
+        print("autograder: built with --allow-unconfined: where the container cannot confine learners' kernels, "
+              "their code runs as root beside solutions/ (the model answers and hidden checks), and each result "
+              "says GRADED UNCONFINED")
     return 0
 
 
