@@ -1,8 +1,9 @@
 """Lesson 11's real-GPU side: graphs that go wrong, each in its own process, and the tools that find why.
 
-Every scenario is a short Python program run in a fresh child interpreter: a failed capture or an
-illegal memory access leaves the CUDA context of its process unusable ("sticky" errors: the CUDA
-programming guide, "Error Checking"), so no two scenarios share one. The lesson runs them live on a
+Every scenario is a short Python program run in a fresh child interpreter: an illegal memory access
+leaves the CUDA context of its process unusable (a "sticky" error: CUDA's runtime API documentation of
+``cudaErrorIllegalAddress``); a failed capture does not, but a fresh process per scenario lets each
+one start clean. The lesson runs them live on a
 GPU; ``python -m graphcourse.gpulib.bench_debugging`` records what they printed for CPU learners.
 
 The helpers that are not GPU-specific (:func:`bisect_first_failure`, :func:`first_divergence`) take
@@ -61,8 +62,10 @@ def bisect_first_failure(n_steps: int, fails: Callable[[int], str | None]) -> Bi
     """Find the first step whose inclusion makes a capture fail, by capturing prefixes.
 
     ``fails(k)`` captures steps ``0..k-1`` (a fresh graph each time) and returns the error text, or None
-    when the capture succeeded. Assumes what every capture failure of this kind obeys: once a prefix
-    fails, every longer prefix fails too. About log2(n) + 1 captures instead of n.
+    when the capture succeeded. Assumes that once a prefix fails, every longer prefix fails too: true
+    when every try runs its steps exactly as the full region does (cut only where all streams have
+    joined; beware of allocations made only on a cache miss, one-time set-up, other threads).
+    At most 1 + ceil(log2 n) captures instead of n.
     """
     if n_steps < 1:
         raise ValueError(f"nothing to bisect: {n_steps} steps (give the number of steps in the captured region)")
@@ -301,7 +304,6 @@ def layer_by_layer(seed: int = 0, width: int = 64) -> dict[str, Any]:
     model.add_module("fc2", torch.nn.Linear(width, width))
     model = model.cuda().eval()
     x = torch.randn(4, width, device="cuda")
-    seen: dict[str, torch.Tensor] = {}
     taps = {name: torch.empty(4, width, device="cuda") for name, _ in model.named_children()}
 
     def hook(name: str) -> Callable:
@@ -329,7 +331,6 @@ def layer_by_layer(seed: int = 0, width: int = 64) -> dict[str, Any]:
         eager = {n: t.flatten().tolist() for n, t in taps.items()}
     for h in handles:
         h.remove()
-    del seen
     first, gaps = first_divergence(eager, graphed)
     return {"layers": list(eager), "first_divergent": first, "max_abs_gap": gaps,
             "change": "model.scale.factor = 0.5 after capture (captured at 1.0)"}
