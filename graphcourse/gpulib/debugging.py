@@ -46,15 +46,15 @@ class Bisection:
         return min(failing)[2] if failing else ""
 
     def lines(self, names: Sequence[str] | None = None) -> list[str]:
-        """One line per try, then the verdict, naming steps by `names` when given."""
-        out = [f"try {k}: capture steps 0..{n - 1:<3} -> {'FAILS' if bad else 'captures'}"
+        """One line per try, then the verdict, naming ops by `names` when given."""
+        out = [f"try {k}: the first {n:>2} ops (0..{n - 1}) -> {'FAILS' if bad else 'captures'}"
                for k, (n, bad, _) in enumerate(self.tries, 1)]
         if self.first_bad is None:
-            out.append(f"all {self.n_steps} steps capture: the capture is not what fails")
+            out.append(f"all {self.n_steps} ops capture: the capture is not what fails")
         else:
-            label = names[self.first_bad] if names else f"step {self.first_bad}"
-            out.append(f"first failing step: {self.first_bad} ({label}), found in {len(self.tries)} tries "
-                       f"of {self.n_steps} steps")
+            label = f" ({names[self.first_bad]})" if names else ""
+            out.append(f"the first op that fails: op {self.first_bad}{label}, found in {len(self.tries)} "
+                       f"captures of {self.n_steps} ops")
         return out
 
 

@@ -8,6 +8,7 @@ in a cell of its own where a CUDA GPU is here.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Callable
 
 import toygraph as tg
@@ -19,7 +20,8 @@ from ..errors import ReferenceDataError, ReferenceDataMissingError
 from ..gpulib.debugging import Bisection, bisect_first_failure, first_divergence
 
 __all__ = ["COMMAND", "recorded", "toy_op", "toy_forty_ops_fails", "toy_bisect", "toy_layers",
-           "capture_failure_lines", "freed_lines", "sanitizer_lines", "layer_lines"]
+           "capture_failure_lines", "freed_lines", "sanitizer_lines", "layer_lines", "bisection_lines",
+           "wrapped", "short"]
 
 COMMAND = "python -m graphcourse.gpulib.bench_debugging"
 
@@ -122,8 +124,28 @@ def capture_failure_lines(failures: dict[str, Any] | None) -> str:
             continue
         out.append(f"{name}:" + ("  captured (no error)" if found["captured"] else ""))
         for k, err in enumerate(found["errors"]):
-            out.append(("  error: " if k == 0 else "  then:  ") + err[:160])
+            out.append(wrapped(err, ("  error: " if k == 0 else "  then:  ")))
     return "\n".join(out)
+
+
+def wrapped(text: str, first: str, width: int = 100) -> str:
+    """`text` after `first`, wrapped at word boundaries, later lines indented under the text."""
+    return textwrap.fill(text, width=width, initial_indent=first, subsequent_indent=" " * len(first),
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def short(text: str, width: int = 140) -> str:
+    """The first `width` characters of `text` or fewer, cut at a word boundary and marked ' ...' when cut."""
+    return textwrap.shorten(" ".join(text.split()), width=width, placeholder=" ...")
+
+
+def bisection_lines(found: dict[str, Any] | None) -> str:
+    """The recorded bisection: each capture tried, the verdict, and the first failing prefix's error."""
+    if not found or "tries" not in found:
+        return f"not recorded yet: {found}"
+    b = Bisection(found["n_ops"], found["first_bad"], [tuple(t) for t in found["tries"]])
+    return "\n".join(b.lines() + [f"{len(b.tries)} captures in {found['seconds']:.0f} s",
+                                   wrapped(found["error"], "the first failing prefix said: ")])
 
 
 def freed_lines(found: dict[str, Any] | None) -> str:
@@ -136,7 +158,7 @@ def freed_lines(found: dict[str, Any] | None) -> str:
     else:
         out.append(f"  exit code {found['returncode']}; replay() returned before the error: "
                    f"{'yes' if found['replay_returned'] else 'no'}")
-        out += [("  error: " if k == 0 else "  then:  ") + e[:160] for k, e in enumerate(found["errors"])]
+        out += [wrapped(e, "  error: " if k == 0 else "  then:  ") for k, e in enumerate(found["errors"])]
     return "\n".join(out)
 
 
@@ -161,4 +183,5 @@ def layer_lines(found: dict[str, Any] | None) -> str:
     if "error" in found and "max_abs_gap" not in found:
         return f"the recording failed: {found['error']}"
     rows = [f"  {name:<6} largest |graph - eager| = {gap:.4g}" for name, gap in found["max_abs_gap"].items()]
-    return "\n".join(rows + [f"first layer that differs: {found['first_divergent']}"])
+    first = found["first_divergent"] or "none: graph and eager agree"
+    return "\n".join(rows + [f"first layer that differs: {first}"])
