@@ -59,3 +59,20 @@ class IllegalMemoryAccessError(ToyGraphError, RuntimeError):
     without naming the kernel, and the CUDA context is unusable afterwards; the toy raises at once, names
     the node and carries on.
     """
+
+
+class GraphUpdateError(ToyGraphError, RuntimeError):
+    """``cudaGraphExecUpdate`` refused to update an instantiated graph in place (``cudaErrorGraphExecUpdateFailure``).
+
+    ``result`` is the name of CUDA's ``cudaGraphExecUpdateResult`` code (``"cudaGraphExecUpdateErrorTopologyChanged"``,
+    ...), ``error_node`` names the first node that differs (``"nodes[2] 'add'"``; None when there is none to name),
+    ``error_from_node`` the mismatched dependency where there is one. The graph updated is left as it was
+    (:mod:`toygraph.update`).
+    """
+
+    def __init__(self, message: str, result: str, error_node: str | None = None,
+                 error_from_node: str | None = None) -> None:
+        self.result = result
+        self.error_node = error_node
+        self.error_from_node = error_from_node
+        super().__init__(message)
