@@ -70,6 +70,7 @@ EXERCISE_AFTER = {
     "ex14_dropout_per_replay": "10",
     "ex15_side_stream_device": "10",
     "ex16_fork_join": "10",
+    "ex17_graph_forensics": "11",
 }
 # What moves out of the room (to before the workshop, or to homework) while the plan is over
 # budget, in this order. Once it fits, what moved out is offered back, last moved first, and
@@ -79,9 +80,16 @@ MOVE_OUT = [
     ("lesson", "00", "before the workshop, with the set-up checklist"),
     ("lesson", "09", "after the workshop: a follow-up session for those who serve models (capture sizes, "
                      "capture cost, piecewise graphs)"),
+    ("lesson", "12", "after the workshop: self-study for those who work below PyTorch (cuda.core, updating a "
+                     "graph in place, a real WHILE node)"),
+    ("exercise", "ex17_graph_forensics", "after the workshop, with lesson 11"),
+    ("lesson", "11", "after the workshop: a follow-up session or self-study (finding why a graph goes "
+                     "wrong: bisecting a capture, layer by layer, compute-sanitizer)"),
     ("exercise", "ex16_fork_join", "after the workshop, with lesson 10"),
     ("exercise", "ex15_side_stream_device", "after the workshop, with lesson 10"),
     ("exercise", "ex14_dropout_per_replay", "after the workshop, with lesson 10"),
+    ("lesson", "10", "after the workshop: a follow-up session or self-study (two streams, random numbers, "
+                     "training steps, two GPUs)"),
     ("exercise", "ex13_capture_sizes", "after the workshop, with lesson 09"),
     ("exercise", "ex12_k_steps_with_eos", "after the workshop, with lesson 08"),
     ("exercise", "ex11_keep_compiled_outputs", "after the workshop, with lesson 07"),
