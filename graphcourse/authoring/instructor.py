@@ -366,7 +366,19 @@ def _try_10(item: str) -> str | None:
     return try_answer(item)
 
 
-TRY_ANSWERS = {"02": _try_02, "04": _try_04, "09": _try_09, "10": _try_10}
+def _try_11(item: str) -> str | None:
+    from graphcourse.lessons.debugging import try_answer
+
+    return try_answer(item)
+
+
+def _try_12(item: str) -> str | None:
+    from graphcourse.lessons.below import try_answer
+
+    return try_answer(item)
+
+
+TRY_ANSWERS = {"02": _try_02, "04": _try_04, "09": _try_09, "10": _try_10, "11": _try_11, "12": _try_12}
 
 
 NO_ANSWER = "NO ANSWER YET: add one to graphcourse/authoring/instructor.py (TRY_ANSWERS), then run make instructor."

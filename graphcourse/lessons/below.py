@@ -83,8 +83,12 @@ def update_summary(update: dict[str, Any] | None) -> str:
         ratio = u[b]["median"] / u[a]["median"]
         return (f"{PATHS[a]} is {ratio:.1f}x as fast as {PATHS[b]}"
                 + ("" if apart else " (their ranges overlap: not a clear difference)"))
+    inst = u["reinstantiate"]["median"] - u["update"]["median"]
     return "\n".join([compare("update", "reinstantiate") + ";", compare("update", "torch_recapture") + ";",
-                      compare("device_scalar", "update") + "."])
+                      compare("device_scalar", "update") + ".",
+                      f"Instantiating again (and destroying the old executable graph) costs about {inst:.0f} µs per "
+                      f"change more than an update "
+                      f"({u['reinstantiate']['median']:.1f} - {u['update']['median']:.1f})."])
 
 
 def plot_update(update: dict[str, Any] | None) -> Any:
@@ -105,10 +109,13 @@ def plot_update(update: dict[str, Any] | None) -> Any:
     ax.barh([PATHS[k] for k in keys], med, xerr=err, color=[colors[i % len(colors)] for i in range(len(keys))],
             hatch="//", edgecolor="black", capsize=4)
     ax.set_xscale("log")
-    ax.set_xlabel("µs per change (median; bars: min-max over repeats)")
+    ax.set_xlabel("µs per change, log scale (median; error bars: min-max over repeats)")
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    ax.set_title("Changing one scalar of a graph, recorded on the H200", fontsize=10)
     ax.invert_yaxis()
-    for i, m in enumerate(med):
-        ax.text(m * 1.1, i, f"{m:.0f}", va="center")
+    for i, k in enumerate(keys):
+        ax.text(u[k]["max"] * 1.15, i, f"{med[i]:.0f} µs", va="center")
+    ax.set_xlim(right=max(u[k]["max"] for k in keys) * 3)
     fig.tight_layout()
     return fig
 
@@ -118,7 +125,8 @@ def upload_lines(first: dict[str, Any] | None) -> str:
         return f"not recorded: {first}"
     apart = first["uploaded_us"]["max"] < first["plain_us"]["min"]
     return "\n".join([
-        f"first launch, to completion, of a new executable graph (median [min-max], {first['repeats']} repeats):",
+        f"first launch of a new executable graph, until the GPU has finished it (median [min-max], "
+        f"{first['repeats']} repeats):",
         f"  instantiated, not uploaded   {_span(first['plain_us'])}",
         f"  uploaded at instantiation    {_span(first['uploaded_us'])}",
         f"uploading first saves {first['plain_us']['median'] - first['uploaded_us']['median']:.1f} µs of the first "
@@ -132,9 +140,71 @@ def while_lines(data: dict[str, Any] | None) -> str:
     out = []
     for r in data["runs"]:
         out.append(f"batch {r['batch']}: the sequences emit end-of-sequence (token {r['eos_id']}) at steps "
-                   f"{r['first_eos_per_sequence']}; limit {r['max_new']} steps")
+                   f"{r['first_eos_per_sequence']} (counted from 0); limit {r['max_new']} steps; one whole "
+                   f"decode, median [min-max] over {r['repeats']} repeats")
         out.append(f"  WHILE node, one launch          {r['while_steps']:>3} steps  {_span(r['while_ms'], 'ms', 3)}")
         out.append(f"  host loop, a sync per step      {r['host_steps']:>3} steps  {_span(r['host_ms'], 'ms', 3)}")
         out.append(f"  {r['k']} steps per launch (lesson 08)  {r['k_steps']:>3} steps  {_span(r['k_ms'], 'ms', 3)}")
         out.append(f"  same tokens as the host loop: {r['same_tokens']}")
     return "\n".join(out)
+
+
+def try_answer(item: str) -> str | None:
+    """The computed answer to one of lesson 12's "Things to try" items, or None for an item it does not know."""
+    import toygraph as tg
+
+    if "different kernel" in item:
+        dev = tg.ToyDevice()
+        x = dev.tensor([-1.0, 0.5, 2.0], name="x")
+
+        def capture(second: Any) -> Any:
+            new = tg.ToyGraph(dev)
+            with tg.graph(new):
+                y = tg.launch(lambda v: [2.0 * e for e in v], x, name="scale")
+                tg.launch(second, y, name="second")
+            return new
+
+        exe = capture(lambda v: [max(e + 1.0, 0.0) for e in v])
+        result = exe.update(capture(lambda v: [e * e for e in v]))
+        old = capture(lambda v: [max(e + 1.0, 0.0) for e in v])
+        try:
+            tg.update(old, capture(lambda v: [e * e for e in v]), driver_version=11010)
+            refused = "allowed"
+        except tg.GraphUpdateError as exc:
+            refused = f"refused ({exc.result})"
+        return (f"Allowed: the update succeeds ({len(result.functions_changed)} kernel's function changed) and "
+                f"the next replay gives {exe.replay().tolist()}. Since CUDA 11.2 a kernel node may switch to "
+                f"another function within limits (same context, among others); with a driver older than 11.2 "
+                f"(driver_version=11010) the toy's update is {refused}, as cudaGraphExecUpdate was.")
+    if "[9, 1]" in item:
+        from toygraph.conditional import while_node
+
+        dev = tg.ToyDevice()
+        tokens = dev.tensor([9, 1], name="tokens")
+        running = dev.tensor([2], name="running")
+
+        def decode(v: list) -> list:
+            return [max(t - 2, 0) if t % 2 else max(t - 1, 0) for t in v]
+
+        def body() -> None:
+            tg.launch(decode, tokens, out=tokens)
+            tg.launch(lambda v: [sum(t != 0 for t in v)], tokens, out=running)
+
+        g = tg.ToyGraph(dev)
+        with tg.graph(g):
+            node = while_node(running, body)
+        tokens.copy_([9, 1])
+        running.copy_([2])
+        g.replay()
+        return (f"{node.iterations[-1]} iterations: the loop runs until the last sequence ends (9 counts down "
+                f"by 2 while odd: 9, 7, 5, 3, 1, 0), however early the other one (1) does; one replay, no sync.")
+    if "n1.launch(...)` twice" in item:
+        data, _ = recorded("below_torch")
+        chain = ((data or {}).get("three_ways") or {}).get("explicit_nodes") or {}
+        return (f"The recorded chain has {chain.get('nodes', '?')} nodes and {chain.get('edges', '?')} edges, "
+                f"scale -> shift -> relu. Yours also has 3 nodes and 2 edges, but both leave scale: shift and "
+                f"relu are siblings, and nothing orders relu after shift. relu reads z while shift may still be "
+                f"writing it (or before it starts), so its result is a race: right or wrong by the luck of "
+                f"scheduling, never guaranteed. An edge is a dependency; leaving one out is a bug the result "
+                f"may not show.")
+    return None

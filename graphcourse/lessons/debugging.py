@@ -185,3 +185,42 @@ def layer_lines(found: dict[str, Any] | None) -> str:
     rows = [f"  {name:<6} largest |graph - eager| = {gap:.4g}" for name, gap in found["max_abs_gap"].items()]
     first = found["first_divergent"] or "none: graph and eager agree"
     return "\n".join(rows + [f"first layer that differs: {first}"])
+
+
+# --------------------------------------------------------------------------- the instructor kit's answers
+
+
+def try_answer(item: str) -> str | None:
+    """The computed answer to one of lesson 11's "Things to try" items, or None for an item it does not know."""
+    if "toy_bisect(guilty=0)" in item:
+        first, last, none = toy_bisect(40, 0), toy_bisect(40, 39), toy_bisect(40, 99)
+        return (f"Guilty op 0: {len(first.tries)} captures; op 39: {len(last.tries)} (at most 1 + ceil(log2 40) "
+                f"= 7: one of all 40 ops, then a halving per capture until one op is left). No guilty op: "
+                f"{len(none.tries)} capture, and it says \"{none.lines()[-1]}\": the whole region captures, so "
+                f"the failure is not in the capture (look at the replay).")
+    if "factor_after=1.0" in item:
+        found = toy_layers(factor_after=1.0)
+        gaps = ", ".join(f"{k} {v:g}" for k, v in found["max_abs_gap"].items())
+        return (f"No layer is named ({layer_lines(found).splitlines()[-1]}; the largest gaps: {gaps}): the "
+                f"factor after capture is the one the graph baked, so eager and replay compute the same numbers. "
+                f"The comparison finds where they part; when nothing changed since capture, they do not.")
+    if "z.address" in item:
+        dev = ToyDevice()
+        x = dev.tensor([1.0, 1.0, 1.0], name="x")
+        address = x.address
+        dev.free(x)
+        z = dev.tensor([5.0, 5.0, 5.0, 5.0], name="z")
+        taken = z.address == address
+        return (f"z.address == x's old address: {taken}. A toy block holds many more values than three or "
+                f"four (lesson 01: a block is 512 bytes, as PyTorch rounds small allocations), so four values "
+                f"still fit the freed block and the replay reads z's 5.0s: the wrong answer is the same.")
+    if "gpu.freed_input(True, True)" in item:
+        data, _ = recorded()
+        blocking = (data or {}).get("freed_returned_blocking", {})
+        sync = (data or {}).get("capture_failures", {}).get("a sync: .item() in the step", {})
+        return (f"With CUDA_LAUNCH_BLOCKING=1 the illegal memory access surfaces at g.replay() itself (the "
+                f"recorded run: replay() returned before the error: "
+                f"{'yes' if blocking.get('replay_returned') else 'no'}). The sync's first error is "
+                f"\"{(sync.get('errors') or ['?'])[0]}\"; the second, 'operation failed due to a previous error "
+                f"during capture', is its aftermath.")
+    return None
