@@ -119,10 +119,14 @@ def three_ways(n: int = 1 << 16, a: float = 2.0, b: float = 1.0) -> dict[str, An
     with torch.cuda.graph(g, stream=s):
         static.copy_(torch.relu(kit.x * a + b))
     def dump(path: str) -> None:
-        try:
-            g.debug_dump(path)
-        except RuntimeError:  # newer torch routes debug_dump through cuda-bindings; 2.11 has the C++ one
-            torch._C._CUDAGraph.debug_dump(g, path)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="DEBUG: calling")  # torch's TORCH_WARN progress notes
+            try:
+                g.debug_dump(path)
+            except RuntimeError:  # newer torch routes debug_dump through cuda-bindings; 2.11 has the C++ one
+                torch._C._CUDAGraph.debug_dump(g, path)
 
     shape = _dot_shape(dump)
     g.instantiate()
