@@ -153,3 +153,24 @@ def test_lesson_readers_say_when_nothing_is_recorded(tmp_path):
         assert show(None) == "not recorded yet"
     assert lesson.sanitizer_lines({"error": "compute-sanitizer is not installed here"}).startswith(
         "compute-sanitizer could not run")
+
+
+def test_run_snippet_gives_the_child_extra_environment_variables_and_leaves_ours_alone():
+    import os
+
+    from graphcourse.core.child import run_snippet
+
+    done = run_snippet("import os; print(os.environ['COURSE_EMPTY_CACHE'], os.environ['PYTHONUNBUFFERED'])",
+                       env={"COURSE_EMPTY_CACHE": "1"})
+    assert done.ok and done.stdout.split() == ["1", "1"]
+    assert "COURSE_EMPTY_CACHE" not in os.environ
+
+
+def test_the_recordings_are_written_whole_and_summarised_as_the_course_summarises_repeats(tmp_path):
+    from graphcourse.gpulib.below_torch import spread, write_json
+
+    target = tmp_path / "rec.json"
+    write_json(target, {"provenance": {"command": "x"}, "t": spread([3.0, 1.0, 2.0])})
+    assert json.loads(target.read_text()) == {"provenance": {"command": "x"},
+                                              "t": {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}}
+    assert [p.name for p in tmp_path.iterdir()] == ["rec.json"], "no temporary file left behind"

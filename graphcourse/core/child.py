@@ -114,9 +114,12 @@ class ChildResult:
         return "\n".join(out)
 
 
-def run_snippet(code: str, timeout_s: float = 120.0) -> ChildResult:
-    """Run Python `code` in a fresh child interpreter (``sys.executable -c``) and return what happened, never raising."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def run_snippet(code: str, timeout_s: float = 120.0, env: dict[str, str] | None = None) -> ChildResult:
+    """Run Python `code` in a fresh child interpreter (``sys.executable -c``) and return what happened, never raising.
+
+    `env` adds (or overrides) environment variables for the child only.
+    """
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     try:
         done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                               timeout=timeout_s, env=env)

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import tempfile
 import time
 from typing import Any
 
-__all__ = ["KERNELS", "three_ways", "update_vs_recapture", "first_launch", "record"]
+from .bench import spread  # the course's one summary of repeats: median, min, max (and n)
+
+__all__ = ["KERNELS", "three_ways", "update_vs_recapture", "first_launch", "provenance", "write_json", "record"]
 
 KERNELS = r"""
 extern "C" __global__ void scale(const float* x, float* y, float a, unsigned long long n) {
@@ -159,10 +160,6 @@ def three_ways(n: int = 1 << 16, a: float = 2.0, b: float = 1.0) -> dict[str, An
     return out
 
 
-def _summary(xs: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
-
-
 def update_vs_recapture(changes: int = 300, repeats: int = 15, n: int = 1 << 16) -> dict[str, Any]:
     """µs per change of the first kernel's scalar, then one launch: four ways, each in turn in every repeat."""
     kit = _Kit(n)
@@ -225,7 +222,7 @@ def update_vs_recapture(changes: int = 300, repeats: int = 15, n: int = 1 << 16)
     right = {"update": bool(torch.allclose(kit.out, kit.expected(a_last, b))),
              "device_scalar": bool(torch.allclose(static, kit.expected(a_last, b)))}
     return {"changes_per_repeat": changes, "repeats": repeats, "n": n,
-            "us_per_change": {k: _summary(v) for k, v in times.items()}, "right": right}
+            "us_per_change": {k: spread(v) for k, v in times.items()}, "right": right}
 
 
 def first_launch(repeats: int = 15, n: int = 1 << 16) -> dict[str, Any]:
@@ -243,35 +240,45 @@ def first_launch(repeats: int = 15, n: int = 1 << 16) -> dict[str, Any]:
             kit.stream.sync()
             if r:
                 target.append((time.perf_counter() - t0) * 1e6)
-    return {"repeats": repeats, "plain_us": _summary(plain), "uploaded_us": _summary(uploaded)}
+    return {"repeats": repeats, "plain_us": spread(plain), "uploaded_us": spread(uploaded)}
 
 
-def record(path: Any = None) -> dict[str, Any]:
-    """Every part, each guarded so that one failure cannot lose the rest; written atomically with provenance."""
+def provenance(command: str) -> dict[str, Any]:
+    """Where the cuda.core recordings were made: GPU, driver, CUDA, torch, cuda-core and cuda-bindings, date."""
     from importlib.metadata import version
 
     import torch
 
-    from ..core.paths import DATA_DIR
     from .bench import _driver_version
 
-    data: dict[str, Any] = {"provenance": {
+    return {
         "gpu_name": torch.cuda.get_device_name(0), "driver": _driver_version(), "cuda": torch.version.cuda,
         "torch": torch.__version__, "cuda_core": version("cuda-core"), "cuda_bindings": version("cuda-bindings"),
-        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": "python -m graphcourse.gpulib.below_torch",
-        "timing": "wall-clock µs on the host (time.perf_counter), the paths run in turn in every repeat; "
-                  "median, min and max over repeats after one untimed repeat"}}
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command}
+
+
+def write_json(path: Any, data: dict[str, Any]) -> None:
+    """Write `data` to `path` atomically (a temporary file renamed over it): an interrupted run loses nothing."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def record(path: Any = None) -> dict[str, Any]:
+    """Every part, each guarded so that one failure cannot lose the rest; written atomically with provenance."""
+    from ..core.paths import DATA_DIR
+
+    data: dict[str, Any] = {"provenance": dict(
+        provenance("python -m graphcourse.gpulib.below_torch"),
+        timing="wall-clock µs on the host (time.perf_counter), the paths run in turn in every repeat; "
+               "median, min and max over repeats after one untimed repeat")}
     for key, fn in (("three_ways", three_ways), ("update", update_vs_recapture), ("first_launch", first_launch)):
         try:
             data[key] = fn()
         except Exception as exc:  # recorded, not lost: the lesson says what could not be run
             data[key] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-    target = path or DATA_DIR / "below_torch.json"
-    tmp = f"{target}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, target)
+    write_json(path or DATA_DIR / "below_torch.json", data)
     return data
 
 

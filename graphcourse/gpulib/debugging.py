@@ -183,16 +183,11 @@ def _child_env(extra: Mapping[str, str]) -> dict[str, str]:
 
 def freed_input(empty_cache: bool, launch_blocking: bool = False, timeout_s: float = 120.0) -> dict[str, Any]:
     """Run :data:`FREED_INPUT` in a child: what it printed, where it stopped and the errors it raised."""
-    from ..core.child import ChildResult
+    from ..core.child import run_snippet
 
-    env = _child_env({"COURSE_EMPTY_CACHE": "1" if empty_cache else "0",
-                      "CUDA_LAUNCH_BLOCKING": "1" if launch_blocking else "0"})
-    try:
-        done = subprocess.run([sys.executable, "-c", textwrap.dedent(FREED_INPUT)], capture_output=True,
-                              text=True, timeout=timeout_s, env=env)
-        res = ChildResult(done.returncode, done.stdout, done.stderr, False, timeout_s)
-    except subprocess.TimeoutExpired:
-        res = ChildResult(None, "", "", True, timeout_s)
+    res = run_snippet(FREED_INPUT, timeout_s=timeout_s,
+                      env={"COURSE_EMPTY_CACHE": "1" if empty_cache else "0",
+                           "CUDA_LAUNCH_BLOCKING": "1" if launch_blocking else "0"})
     printed = [ln for ln in res.stdout.splitlines() if ln.strip()]
     return {"empty_cache": empty_cache, "launch_blocking": launch_blocking, "returncode": res.returncode,
             "printed": printed, "errors": res.errors,

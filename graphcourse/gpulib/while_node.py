@@ -250,10 +250,7 @@ def run_while_demo(batch: int = 4, max_new: int = 96, seed: int = 0, repeats: in
                     break
             if r:
                 k_ms.append((time.perf_counter() - t0) * 1e3)
-    import statistics
-
-    def summary(xs: list[float]) -> dict[str, float]:
-        return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
+    from .bench import spread as summary  # the course's one summary of repeats
 
     first_eos = [int((row == eos_id).nonzero()[0].item()) if bool((row == eos_id).any()) else None
                  for row in tokens]
@@ -265,28 +262,15 @@ def run_while_demo(batch: int = 4, max_new: int = 96, seed: int = 0, repeats: in
 
 def record(out: Any = None) -> dict[str, Any]:
     """Run the demo at batch 1 and 4 and write data/while_node.json with provenance (a GPU machine only)."""
-    import json
-    import os
-    from importlib.metadata import version
-
-    import torch
-
     from ..core.paths import DATA_DIR
-    from .bench import _driver_version
+    from .below_torch import provenance, write_json
 
-    data = {"provenance": {
-        "gpu_name": torch.cuda.get_device_name(0), "driver": _driver_version(), "cuda": torch.version.cuda,
-        "torch": torch.__version__, "cuda_core": version("cuda-core"), "cuda_bindings": version("cuda-bindings"),
-        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": "python -m graphcourse.gpulib.while_node",
-        "timing": "wall-clock ms of one whole decode (launch to result on the host), median, min and max over "
-                  "interleaved repeats, after a first untimed run"}}
+    data: dict[str, Any] = {"provenance": dict(
+        provenance("python -m graphcourse.gpulib.while_node"),
+        timing="wall-clock ms of one whole decode (launch to result on the host), median, min and max over "
+               "interleaved repeats, after a first untimed run")}
     data["runs"] = [run_while_demo(batch=b, seed=s) for b, s in ((1, 0), (4, 0))]
-    path = out or DATA_DIR / "while_node.json"
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_json(out or DATA_DIR / "while_node.json", data)
     return data
 
 
