@@ -722,8 +722,12 @@ class TinyGPT(nn.Module):
             x = x + blk.mlp(x)
         return self.head(self.ln_f(x))
 
-    def decode_logits(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache, slots: Tensor | None = None) -> Tensor:
+    def decode_logits(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache, slots: Tensor | None = None,
+                      mlp_residual: Callable[[nn.Module, Tensor], Tensor] | None = None) -> Tensor:
         """Logits [batch, vocab] for one new token per sequence at device position `pos`, writing K and V into `cache`.
+
+        `mlp_residual(block, x)`, when given, replaces ``x + block.mlp(x)`` (lesson 13 swaps in a
+        fused kernel there and checks that the tokens stay those of the plain step).
 
         Without `slots`, row i of the batch reads and writes cache slot i. With `slots` (a device
         tensor of one slot index per row), row i uses slot ``slots[i]``: padded rows pass the
@@ -755,12 +759,13 @@ class TinyGPT(nn.Module):
                 k_cache, v_cache = cache.k[layer].index_select(0, slots), cache.v[layer].index_select(0, slots)
             att = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)  # [b, heads, 1, head_dim]
             x = x + blk.proj(att.reshape(b, c.d_model))
-            x = x + blk.mlp(x)
+            x = x + blk.mlp(x) if mlp_residual is None else mlp_residual(blk, x)
         return self.head(self.ln_f(x))
 
-    def decode_step(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache, slots: Tensor | None = None) -> Tensor:
+    def decode_step(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache, slots: Tensor | None = None,
+                    mlp_residual: Callable[[nn.Module, Tensor], Tensor] | None = None) -> Tensor:
         """Next token per sequence (greedy argmax on the device, no host sync): the step a graph captures."""
-        return self.decode_logits(tokens, pos, cache, slots).argmax(-1)
+        return self.decode_logits(tokens, pos, cache, slots, mlp_residual).argmax(-1)
 
     def new_cache(self, max_batch: int, device: torch.device | str | None = None) -> StaticKVCache:
         """A static KV cache for this model on its device (or `device`)."""

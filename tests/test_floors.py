@@ -1,0 +1,71 @@
+"""Lesson 13 on any machine: the step's byte and FLOP budget, the fused MLP's math, the target's rules."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graphcourse.gpulib import bench_floors, fused_mlp
+from graphcourse.gpulib.graphs import GPTConfig, TinyGPT
+
+
+def test_the_budget_counts_every_weight_the_step_reads_and_one_embedding_row_per_sequence():
+    model = TinyGPT()
+    dense = sum(p.numel() for name, p in model.named_parameters() if "emb" not in name)
+    for batch in (1, 8):
+        budget = bench_floors.step_budget(model.config, batch)
+        assert budget["weight_bytes"] == 4 * (dense + batch * 2 * model.config.d_model)
+        c = model.config
+        assert budget["kv_bytes"] == 4 * 2 * c.n_layers * batch * c.n_heads * c.max_len * c.head_dim
+        assert budget["bytes"] == budget["weight_bytes"] + budget["kv_bytes"]
+    assert bench_floors.step_budget(GPTConfig(), 8)["flops"] > 7 * bench_floors.step_budget(GPTConfig(), 1)["flops"]
+
+
+def test_floors_divide_the_budget_by_the_measured_rates():
+    budget = {"bytes": 4_000_000, "flops": 2_000_000}
+    dev = {"hbm_gbps": {"median": 4000.0}, "l2_gbps": {"median": 10000.0}, "fp32_tflops": {"median": 50.0}}
+    assert bench_floors.floors_us(budget, dev) == pytest.approx({"hbm_us": 1.0, "l2_us": 0.4, "flops_us": 0.04})
+
+
+def test_the_reference_math_is_the_mlp_block_and_keeps_the_tokens():
+    model = TinyGPT()
+    x = torch.randn(5, model.config.d_model)
+    blk = model.blocks[2]
+    torch.testing.assert_close(fused_mlp.fused_mlp_reference(blk, x), x + blk.mlp(x), rtol=1e-5, atol=1e-5)
+    cache_a, cache_b = model.new_cache(2), model.new_cache(2)
+    tok = torch.tensor([3, 7])
+    for i in range(6):
+        pos = torch.tensor(i)
+        plain = model.decode_step(tok, pos, cache_a)
+        swapped = model.decode_step(tok, pos, cache_b, mlp_residual=fused_mlp.fused_mlp_reference)
+        assert torch.equal(plain, swapped)
+        tok = plain
+
+
+def test_the_kernels_refuse_a_cpu_tensor_and_say_what_to_use():
+    blk = TinyGPT().blocks[0]
+    with pytest.raises(ValueError, match="fused_mlp_reference"):
+        fused_mlp.fused_mlp_residual(blk, torch.zeros(1, 256))
+
+
+def _row(path, median, lo, hi, equal=1.0):
+    return {"path": path, "us_per_token": {"median": median, "min": lo, "max": hi}, "tokens_equal_to_eager": equal}
+
+
+def test_the_target_takes_the_fastest_path_with_eagers_tokens_only():
+    levers = [{"batch": 1, "rows": [_row("eager", 800, 700, 900), _row("reduce_overhead", 160, 159, 161),
+                                    _row("graph_k1", 180, 179, 181), _row("wrong_but_fast", 10, 9, 11, equal=0.9),
+                                    _row("fused_mlp_graph_k1", 78, 77, 80)]}]
+    t = bench_floors.targets(levers)["batch_1"]
+    assert t["best_path"] == "fused_mlp_graph_k1" and t["met"]
+    assert t["ratio_to_reduce_overhead"] == pytest.approx(78 / 160)
+    assert t["ratio_range"] == pytest.approx([77 / 161, 80 / 159])
+    levers[0]["rows"][-1] = _row("fused_mlp_graph_k1", 120, 119, 121)
+    assert not bench_floors.targets(levers)["batch_1"]["met"]
+
+
+def test_without_cuda_the_benchmark_measures_nothing_and_says_why(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert bench_floors.main([]) == bench_floors.NO_CUDA_EXIT
+    assert "no CUDA GPU here" in capsys.readouterr().err
