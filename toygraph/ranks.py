@@ -29,7 +29,7 @@ Had rank 1 captured ``r1.tensor([...] * 8)`` instead (padded to 8, rank 0 to 4),
 ``world.synchronize()`` raises :class:`CollectiveHang` after 50 steps without progress::
 
     rank 0 waits in all_reduce #1 (size 4, graph 'step' replay 1); rank 1 waits in all_reduce #1
-    (size 8, graph 'step' replay 1): sizes differ. ...
+    (size 8, graph 'step' replay 1): sizes differ: pad every rank to the same capture size, ...
 
 Host code issues work (``launch``, ``all_reduce``, ``broadcast``, ``replay``) onto the rank's
 stream and returns at once, as on a GPU; ``world.synchronize()`` (or ``rank.synchronize()``, or a
@@ -56,8 +56,8 @@ What else it shows:
   (vllm-project/vllm#2770, a tensor-parallel all-reduce timing out, quotes that caveat).
 * **Teardown order.** Every graph that captured a collective holds the communicator. Destroying it
   while such a graph is alive waits for the graph to go (pytorch/pytorch#115388:
-  ``destroy_process_group()`` hangs after a graph captured NCCL operations; ``del graph`` first
-  fixed it in a comment there). :meth:`World.destroy` with a live graph raises
+  ``destroy_process_group()`` hangs after a graph captured NCCL operations; a comment there reports
+  ``del graph`` as the fix, and NVIDIA/TransformerEngine#2367 added ``reset()`` for graphs because of it). :meth:`World.destroy` with a live graph raises
   :class:`CommunicatorHang` naming the graphs; :meth:`RankGraph.free` each one, then destroy.
 
 Where the toy simplifies, said plainly:
@@ -85,7 +85,7 @@ Sources read: NCCL user guide, "Using NCCL with CUDA Graphs"
 ``NCCL_GRAPH_MIXING_SUPPORT``, the NCCL 2.19 guide's ``env.rst`` (read in the copy
 ouchyang/nccl-2.19-docs-cn@1f6e20581d8c0158eebc837102a44d5a78d6c3bd, docs/source/env.rst);
 vllm-project/vllm#2770; pytorch/pytorch#115388; pytorch/pytorch#102542 (its commit message);
-NVIDIA/nccl#1394 and #1417.
+NVIDIA/TransformerEngine#2367; NVIDIA/nccl#1394 and #1417.
 """
 
 from __future__ import annotations
