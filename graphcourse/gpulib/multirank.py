@@ -21,6 +21,11 @@ Scenarios (:data:`SCENARIOS`; what each shows is in its text there):
 - ``teardown``: ``option="destroy_first"`` calls ``destroy_process_group()`` while the graph is alive
   (pytorch/pytorch#115388); ``"graphs_first"`` frees the graph, then destroys.
 
+Checked on one H200 (torch 2.11.0+cu130, NCCL 2.28.9, 2026-12-02) with ``run_ranks(_scenario_rank, ..., world=1)``:
+``matched``, ``mixing`` and both ``teardown`` orders ran start to end and left nothing behind; with one rank
+torch warned that the CUDA graph is empty (an in-place all-reduce over one rank has nothing to launch), so
+no collective was really captured there. Nothing here has run on two GPUs yet.
+
 Every process keeps NVLink multicast off, as the course's machines need: ``NCCL_NVLS_ENABLE=0`` and
 ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` are set in the parent (unless the caller set them) and again in
 each rank before NCCL starts.
@@ -164,8 +169,10 @@ def run_ranks(target: Callable, args: tuple = (), *, world: int = 2, timeout_s: 
               env: dict[str, str] | None = None) -> RankRun:
     """Run target(rank, world, log, *args) in `world` processes; after timeout_s kill each rank's process group.
 
-    `target` must be a module-level function (the spawn context pickles it); `log(event, **values)`
-    appends one JSON line to the rank's event file. Every rank's process group is killed at the end
+    `target` must be a module-level function (the spawn context pickles it), and the caller's main
+    module must be importable again in each rank: a script guarded by ``if __name__ == "__main__":``, a
+    notebook or pytest, not ``python -`` reading stdin. `log(event, **values)` appends one JSON line to
+    the rank's event file. Every rank's process group is killed at the end
     whether or not the timeout fired, so no child a rank started outlives the run.
     """
     timeout_s = _check_timeout(timeout_s)
