@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from graphcourse.gpulib import bench_floors, fused_mlp
+from graphcourse.gpulib import bench_floors, fused_attention, fused_mlp
 from graphcourse.gpulib.graphs import GPTConfig, TinyGPT
 
 
@@ -42,10 +42,26 @@ def test_the_reference_math_is_the_mlp_block_and_keeps_the_tokens():
         tok = plain
 
 
+def test_the_reference_attention_writes_the_cache_and_keeps_the_tokens():
+    model = TinyGPT()
+    cache_a, cache_b = model.new_cache(3), model.new_cache(3)
+    tok = torch.tensor([1, 5, 9])
+    for i in range(8):
+        pos = torch.tensor(i)
+        plain = model.decode_step(tok, pos, cache_a)
+        swapped = model.decode_step(tok, pos, cache_b, attend=fused_attention.decode_attention_reference)
+        assert torch.equal(plain, swapped)
+        torch.testing.assert_close(cache_a.k, cache_b.k)
+        tok = plain
+    assert cache_b.k[:, :, :, 8:].abs().sum() == 0  # nothing written past the last position
+
+
 def test_the_kernels_refuse_a_cpu_tensor_and_say_what_to_use():
     blk = TinyGPT().blocks[0]
     with pytest.raises(ValueError, match="fused_mlp_reference"):
         fused_mlp.fused_mlp_residual(blk, torch.zeros(1, 256))
+    with pytest.raises(ValueError, match="decode_attention_reference"):
+        fused_attention.decode_attention(0, torch.zeros(1, 768), torch.tensor([0]), TinyGPT().new_cache(1))
 
 
 def _row(path, median, lo, hi, equal=1.0):

@@ -14,8 +14,9 @@ Three sections, each recorded even when another fails:
 - ``levers``: greedy decoding timed per token along the paths of lesson 13, interleaved, 7
   repeats, medians and spreads, the tokens compared with eager's: the plain graph (one per
   step), reduce-overhead (the reference), torch.compile's kernels in a hand-captured graph, the
-  MLP as two Triton kernels in a hand-captured graph (:mod:`.fused_mlp`), the same with
-  programmatic dependent launch where the installed Triton has it.
+  MLP as two Triton kernels (:mod:`.fused_mlp`), the attention as one (:mod:`.fused_attention`),
+  both, each in a hand-captured graph, and the MLP's kernels with programmatic dependent launch
+  where the installed Triton has it.
 
 Without CUDA it measures nothing and exits with status 2 and a one-line reason.
 """
@@ -104,12 +105,12 @@ def bench_device(repeats: int = REPEATS) -> dict[str, Any]:
     out = torch.empty((), device="cuda")
     reads = 50
     for _ in range(3):
-        torch.sum(small, out=out)
+        torch.sum(small, dim=0, out=out)
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(reads):
-            torch.sum(small, out=out)
+            torch.sum(small, dim=0, out=out)
     g.replay()
     l2_gbps = [reads * small.numel() * 4 / _event_us(g.replay, 5) / 1e3 for _ in range(repeats)]
     del g
@@ -150,11 +151,16 @@ def _compiled_step(model: Any) -> Callable[..., Any]:
     return step
 
 
-def _fused_step(model: Any, pdl: bool) -> Callable[..., Any]:
+def _fused_step(model: Any, mlp: bool, attention: bool, pdl: bool = False) -> Callable[..., Any]:
+    """The plain step with the MLP block and/or the attention swapped for Triton kernels."""
+    from .fused_attention import decode_attention
     from .fused_mlp import fused_mlp_residual
 
+    mlp_residual = (lambda blk, x: fused_mlp_residual(blk, x, pdl)) if mlp else None
+    attend = decode_attention if attention else None
+
     def step(tok: Any, pos: Any, cache: Any) -> Any:
-        return model.decode_step(tok, pos, cache, mlp_residual=lambda blk, x: fused_mlp_residual(blk, x, pdl))
+        return model.decode_step(tok, pos, cache, mlp_residual=mlp_residual, attend=attend)
 
     return step
 
@@ -163,9 +169,13 @@ def graphed_steps(model: Any) -> dict[str, Callable[..., Any] | None]:
     """The steps lesson 13 captures one per graph, by path name (None: not available with this Triton)."""
     from .fused_mlp import pdl_support
 
+    pdl = pdl_support()["gdc"]
     return {"graph_k1": None, "compiled_graph_k1": _compiled_step(model),
-            "fused_mlp_graph_k1": _fused_step(model, False),
-            "fused_mlp_pdl_graph_k1": _fused_step(model, True) if pdl_support()["gdc"] else None}
+            "fused_mlp_graph_k1": _fused_step(model, True, False),
+            "fused_mlp_pdl_graph_k1": _fused_step(model, True, False, pdl=True) if pdl else None,
+            "fused_attention_graph_k1": _fused_step(model, False, True),
+            "fused_both_graph_k1": _fused_step(model, True, True),
+            "fused_both_pdl_graph_k1": _fused_step(model, True, True, pdl=True) if pdl else None}
 
 
 def bench_anatomy(batch: int, steps: int = 5) -> dict[str, Any]:
@@ -181,7 +191,7 @@ def bench_anatomy(batch: int, steps: int = 5) -> dict[str, Any]:
     budget = step_budget(model.config, batch)
     out: dict[str, Any] = {"batch": batch, "budget": budget, "paths": {}}
     for name, step in graphed_steps(model).items():
-        if name == "fused_mlp_pdl_graph_k1" and step is None:
+        if name.endswith("_pdl_graph_k1") and step is None:
             continue
         try:
             dec = MultiStepDecoder(model, batch, 1, step=step)
@@ -236,7 +246,7 @@ def bench_levers(batch: int, tokens: int = TOKENS, repeats: int = REPEATS) -> di
     ro_step(), ro_step(), ro_step()
     paths.append(ro)
     for name, step in graphed_steps(model).items():
-        if name == "fused_mlp_pdl_graph_k1" and step is None:
+        if name.endswith("_pdl_graph_k1") and step is None:
             errors[name] = "this Triton has no gdc_wait/gdc_launch_dependents"
             continue
         start = time.perf_counter()

@@ -723,11 +723,14 @@ class TinyGPT(nn.Module):
         return self.head(self.ln_f(x))
 
     def decode_logits(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache, slots: Tensor | None = None,
-                      mlp_residual: Callable[[nn.Module, Tensor], Tensor] | None = None) -> Tensor:
+                      mlp_residual: Callable[[nn.Module, Tensor], Tensor] | None = None,
+                      attend: Callable[[int, Tensor, Tensor, StaticKVCache], Tensor] | None = None) -> Tensor:
         """Logits [batch, vocab] for one new token per sequence at device position `pos`, writing K and V into `cache`.
 
-        `mlp_residual(block, x)`, when given, replaces ``x + block.mlp(x)`` (lesson 13 swaps in a
-        fused kernel there and checks that the tokens stay those of the plain step).
+        Lesson 13 swaps fused kernels in, and checks that the tokens stay those of the plain step:
+        `mlp_residual(block, x)` replaces ``x + block.mlp(x)``; `attend(layer, qkv, index, cache)`
+        (without `slots` only) replaces writing K and V into the cache and attending, from the
+        ``qkv`` projection [batch, 3 * d_model] to the heads' outputs [batch, d_model].
 
         Without `slots`, row i of the batch reads and writes cache slot i. With `slots` (a device
         tensor of one slot index per row), row i uses slot ``slots[i]``: padded rows pass the
@@ -744,10 +747,17 @@ class TinyGPT(nn.Module):
         index = pos.reshape(1)  # a device tensor: no .item(), so the step can be captured and replayed
         x = self.tok_emb(tokens) + self.pos_emb(index)
         # Attend to positions 0..pos of the preallocated cache; later slots are masked out.
-        mask = torch.zeros(c.max_len, dtype=x.dtype, device=x.device).masked_fill_(self.positions > index, float("-inf"))
-        mask = mask.view(1, 1, 1, c.max_len)
+        if attend is None or slots is not None:  # the hand-made attention masks by itself
+            mask = torch.zeros(c.max_len, dtype=x.dtype, device=x.device).masked_fill_(self.positions > index,
+                                                                                      float("-inf"))
+            mask = mask.view(1, 1, 1, c.max_len)
         for layer, blk in enumerate(self.blocks):
-            q, k, v = blk.qkv(blk.ln1(x)).view(b, 3, c.n_heads, 1, c.head_dim).unbind(1)
+            qkv = blk.qkv(blk.ln1(x))
+            if attend is not None and slots is None:
+                x = x + blk.proj(attend(layer, qkv, index, cache))
+                x = x + blk.mlp(x) if mlp_residual is None else mlp_residual(blk, x)
+                continue
+            q, k, v = qkv.view(b, 3, c.n_heads, 1, c.head_dim).unbind(1)
             if slots is None:
                 k_cache, v_cache = cache.k[layer, :b], cache.v[layer, :b]  # [b, heads, max_len, head_dim]
                 k_cache.index_copy_(2, index, k)
@@ -763,9 +773,10 @@ class TinyGPT(nn.Module):
         return self.head(self.ln_f(x))
 
     def decode_step(self, tokens: Tensor, pos: Tensor, cache: StaticKVCache, slots: Tensor | None = None,
-                    mlp_residual: Callable[[nn.Module, Tensor], Tensor] | None = None) -> Tensor:
+                    mlp_residual: Callable[[nn.Module, Tensor], Tensor] | None = None,
+                    attend: Callable[[int, Tensor, Tensor, StaticKVCache], Tensor] | None = None) -> Tensor:
         """Next token per sequence (greedy argmax on the device, no host sync): the step a graph captures."""
-        return self.decode_logits(tokens, pos, cache, slots, mlp_residual).argmax(-1)
+        return self.decode_logits(tokens, pos, cache, slots, mlp_residual, attend).argmax(-1)
 
     def new_cache(self, max_batch: int, device: torch.device | str | None = None) -> StaticKVCache:
         """A static KV cache for this model on its device (or `device`)."""
