@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from toygraph.buckets import bucket_for, pad_to, powers_of_two
 from toygraph.errors import GraphStateError, InvalidArgumentError, ToyGraphError
-from toygraph.ranks import (CollectiveHang, CommunicatorDestroyedError, CommunicatorHang, GraphMixingError, World)
+from toygraph.ranks import (CollectiveHang, CommunicatorDestroyedError, CommunicatorHang, GraphMixingError, World,
+                            shared_bucket)
 
 
 def captured(sizes, *, n_collectives=None, **kw):
@@ -145,6 +147,33 @@ def test_different_operations_at_the_same_place_hang():
     with pytest.raises(CollectiveHang, match="rank 1 waits in broadcast #1 \\(size 1, root 0, eager\\): "
                                              "operations differ"):
         world.synchronize()
+
+
+def _capture_padded(batches, size_of):
+    world = World(len(batches), timeout_steps=5)
+    bufs = [r.tensor(pad_to(b, size_of(b))) for r, b in zip(world.ranks, batches)]
+    graphs = [r.graph("decode") for r in world.ranks]
+    for r, g, b in zip(world.ranks, graphs, bufs):
+        with g.capture():
+            r.all_reduce(b)
+    for g in graphs:
+        g.replay()
+    return world, bufs
+
+
+def test_each_rank_padding_to_its_own_bucket_hangs_and_one_shared_bucket_fixes_it():
+    buckets = powers_of_two(16)
+    batches = [[1.0] * 3, [2.0] * 5]               # rank 0 has 3 requests this step, rank 1 has 5
+    world, _ = _capture_padded(batches, lambda b: bucket_for(len(b), buckets))
+    with pytest.raises(CollectiveHang, match=r"size 4.*size 8.*sizes differ"):
+        world.synchronize()
+    size = shared_bucket([len(b) for b in batches], buckets)
+    assert size == 8
+    world, bufs = _capture_padded(batches, lambda b: size)
+    world.synchronize()
+    assert bufs[0].tolist() == [3.0, 3.0, 3.0, 2.0, 2.0, 0.0, 0.0, 0.0] == bufs[1].tolist()
+    with pytest.raises(InvalidArgumentError, match="fits no bucket"):
+        shared_bucket([3, 17], buckets)
 
 
 # (c) one rank skips a replay --------------------------------------------------------------------------------------

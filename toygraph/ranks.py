@@ -8,7 +8,9 @@ is graph-captured is "a collective property" that "must be uniform over all rank
 a graph holding a captured NCCL operation is itself collective: every rank present at the capture
 must launch the graph derived from it. So every rank must capture the same collectives, in the same
 order, at the same sizes, and replay them together. A rank that pads its batch to another size, or
-skips a replay, leaves the others waiting in a collective: a hang, which only a timeout ends.
+skips a replay, leaves the others waiting in a collective: a hang, which only a timeout ends. The rule
+that follows: the ranks agree on each step's batch first, then all pad to one capture size
+(:func:`shared_bucket`), never each to the bucket of its own batch.
 
 :class:`World` holds ``n`` :class:`Rank` s (each a toy device with one stream) and one communicator::
 
@@ -96,11 +98,27 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 from ._guard import Guarded
+from .buckets import bucket_for
 from .errors import GraphStateError, InvalidArgumentError, ToyGraphError
 from .freeze import freeze
 
-__all__ = ["World", "Rank", "RankGraph", "RankBuffer", "Collective", "CollectiveHang", "CommunicatorHang",
+__all__ = ["World", "Rank", "shared_bucket", "RankGraph", "RankBuffer", "Collective", "CollectiveHang", "CommunicatorHang",
            "GraphMixingError", "CommunicatorDestroyedError"]
+
+
+def shared_bucket(batch_sizes: Sequence[int], buckets: Sequence[int]) -> int:
+    """The one capture size every rank pads to: the smallest bucket that fits the largest rank's batch.
+
+    Padding each rank to the bucket of its *own* batch gives ranks with different batches different
+    collective sizes, which hang; the ranks must agree on the batch first, then all pad to one bucket.
+    """
+    if isinstance(batch_sizes, (str, bytes)) or not isinstance(batch_sizes, Sequence) or not batch_sizes:
+        raise InvalidArgumentError(f"batch_sizes lists each rank's batch size, got {batch_sizes!r}.")
+    bucket = bucket_for(max(batch_sizes), buckets)
+    if bucket is None:
+        raise InvalidArgumentError(f"the largest rank's batch, {max(batch_sizes)}, fits no bucket of {tuple(buckets)}: "
+                                   "every rank must then run that step eagerly, together.")
+    return bucket
 
 
 class CollectiveHang(ToyGraphError, TimeoutError):
