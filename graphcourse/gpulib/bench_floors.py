@@ -4,8 +4,8 @@ Run on a CUDA machine: ``python -m graphcourse.gpulib.bench_floors [--out data/f
 Three sections, each recorded even when another fails:
 
 - ``device``: the floors' denominators, measured here, not read from a data sheet: HBM bandwidth
-  (a copy of 1 GiB: bytes read plus bytes written over the time), L2 read bandwidth (sums over a
-  buffer of a third of the L2, replayed from a graph so that launches do not count) and float32
+  (a copy of 1 GiB: bytes read plus bytes written over the time), L2 read bandwidth (copies between
+  two buffers that fit in L2 together, replayed from a graph so that launches do not count) and float32
   matmul throughput (8192 x 8192, TF32 off as PyTorch leaves it). Medians and spreads.
 - ``anatomy``: one decode step of the tiny GPT replayed from a CUDA graph under torch.profiler,
   per path and batch: the kernels, their durations, the gaps between them inside the replay and
@@ -99,21 +99,24 @@ def bench_device(repeats: int = REPEATS) -> dict[str, Any]:
     l2 = int(getattr(props, "L2_cache_size", 0))
     big = torch.empty(1 << 28, device="cuda")  # 1 GiB of float32
     dst = torch.empty_like(big)
+    dst.copy_(big)  # first touch outside the timing
     hbm = [2 * big.numel() * 4 / _event_us(lambda: dst.copy_(big), 10) / 1e3 for _ in range(repeats)]
     del big, dst
-    small = torch.ones(max(l2 // 3, 1 << 20) // 4, device="cuda")
-    out = torch.empty((), device="cuda")
-    reads = 50
+    # L2: copies between two buffers that fit in L2 together, 50 in one graph so launches do not count
+    src = torch.ones(max(l2 // 6, 1 << 20) // 4, device="cuda")
+    dst = torch.empty_like(src)
+    copies = 50
     for _ in range(3):
-        torch.sum(small, dim=0, out=out)
+        dst.copy_(src)
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        for _ in range(reads):
-            torch.sum(small, dim=0, out=out)
+        for _ in range(copies):
+            dst.copy_(src)
     g.replay()
-    l2_gbps = [reads * small.numel() * 4 / _event_us(g.replay, 5) / 1e3 for _ in range(repeats)]
-    del g
+    l2_gbps = [copies * 2 * src.numel() * 4 / _event_us(g.replay, 5) / 1e3 for _ in range(repeats)]
+    l2_buffer = src.numel() * 4
+    del g, src, dst
     n = 8192
     a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
     torch.mm(a, b)
@@ -121,9 +124,9 @@ def bench_device(repeats: int = REPEATS) -> dict[str, Any]:
     return {"l2_cache_bytes": l2, "sms": props.multi_processor_count,
             "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
             "hbm_gbps": spread(hbm), "l2_gbps": spread(l2_gbps), "fp32_tflops": spread(tflops),
-            "l2_buffer_bytes": small.numel() * 4,
-            "how": "hbm: dst.copy_(src) of 1 GiB, (read + written bytes) / time; l2: 50 torch.sum over a "
-                   "buffer of a third of L2 captured in one graph, bytes read / replay time; fp32: torch.mm "
+            "l2_buffer_bytes": l2_buffer,
+            "how": "hbm: dst.copy_(src) of 1 GiB, (read + written bytes) / time; l2: 50 copies between two "
+                   "buffers of a sixth of L2 each captured in one graph, (read + written bytes) / replay time; fp32: torch.mm "
                    "of 8192 x 8192 float32; CUDA events, medians and spreads over the repeats"}
 
 
