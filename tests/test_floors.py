@@ -85,3 +85,27 @@ def test_without_cuda_the_benchmark_measures_nothing_and_says_why(capsys):
         pytest.skip("this machine has a GPU")
     assert bench_floors.main([]) == bench_floors.NO_CUDA_EXIT
     assert "no CUDA GPU here" in capsys.readouterr().err
+
+
+def test_the_recorded_run_carries_provenance_keeps_eagers_tokens_and_its_targets_follow_from_it():
+    import json
+    import re
+
+    from graphcourse.core.paths import DATA_DIR
+
+    data = json.loads((DATA_DIR / bench_floors.DATA_FILE).read_text())
+    p = data["provenance"]
+    assert p["gpu_name"] and p["torch"] and p["driver"] and p["triton"]["triton"]
+    assert not re.search(r"/(root|home|work|tmp)/", json.dumps(data))
+    assert not any(k.endswith("_error") for k in data), [k for k in data if k.endswith("_error")]
+    for b in data["levers"]:
+        assert all(r["tokens_equal_to_eager"] == 1.0 for r in b["rows"]), b["batch"]
+        assert len(b["rows"][0]["runs_us_per_token"]) == b["repeats"] == bench_floors.REPEATS
+    assert data["targets"] == bench_floors.targets(data["levers"])
+    for b in data["anatomy"]:
+        paths = b["paths"]
+        assert paths["fused_both_graph_k1"]["kernels_per_replay"] < paths["graph_k1"]["kernels_per_replay"]
+        assert b["budget"] == bench_floors.step_budget(GPTConfig(), b["batch"])
+    floors = bench_floors.floors_us(data["anatomy"][0]["budget"], data["device"])
+    best = data["anatomy"][0]["paths"]["fused_both_graph_k1"]["span_us"]["median"]
+    assert best > 10 * floors["hbm_us"]  # what graphs and these kernels leave: far above the memory floor
