@@ -22,8 +22,10 @@ index, each at the commit named):
   ``FULL_DECODE_ONLY = (FULL, NONE)``, ``FULL_AND_PIECEWISE = (FULL, PIECEWISE)``; ``decode_mode``,
   ``mixed_mode``, ``has_mode``, ``separate_routine``) and the ``cudagraph_mode`` docstring
   (FULL_AND_PIECEWISE is the default).
-* ``vllm/v1/attention/backends/utils.py`` (``vllm/v1/attention/backend.py`` in newer versions):
-  ``AttentionCGSupport`` (ALWAYS = 3, UNIFORM_BATCH = 2, UNIFORM_SINGLE_TOKEN_DECODE = 1, NEVER = 0).
+* ``vllm/v1/attention/backend.py`` @ e379cf37ec69dd7a07c87fe74413abb9193e9500: ``AttentionCGSupport``
+  (ALWAYS = 3, UNIFORM_BATCH = 2, UNIFORM_SINGLE_TOKEN_DECODE = 1, NEVER = 0) and
+  ``AttentionMetadataBuilder.get_cudagraph_support`` (NEVER unless a backend says more); older versions
+  keep the enum in ``vllm/v1/attention/backends/utils.py``.
 * ``vllm/v1/worker/gpu_model_runner.py`` @ 4e1790651fc758c06c7a903dd4cd82364ac91b27:
   ``GPUModelRunner._check_and_update_cudagraph_mode`` (the weakest support over every attention backend,
   then the downgrade rules, in order; newer versions moved them unchanged to
