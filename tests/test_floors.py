@@ -109,3 +109,80 @@ def test_the_recorded_run_carries_provenance_keeps_eagers_tokens_and_its_targets
     floors = bench_floors.floors_us(data["anatomy"][0]["budget"], data["device"])
     best = data["anatomy"][0]["paths"]["fused_both_graph_k1"]["span_us"]["median"]
     assert best > 10 * floors["hbm_us"]  # what graphs and these kernels leave: far above the memory floor
+
+
+def _lesson_text() -> str:
+    import nbformat
+
+    from graphcourse.core.paths import NOTEBOOKS_DIR
+
+    nb = nbformat.read(NOTEBOOKS_DIR / "13_what_graphs_dont_fix.ipynb", as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_every_figure_lesson_13_reads_in_its_prose_holds_for_the_recording():
+    import statistics
+
+    from graphcourse.lessons import floors
+
+    data, _ = floors.recorded()
+    text = _lesson_text()
+    b1, b8 = (floors._batch(data, "anatomy", b) for b in (1, 8))
+    plain = b1["paths"]["graph_k1"]
+    durations = [k[2] for k in plain["last_replay"]]
+    # the big idea: "about 14 MB", "in about 3 µs", "more than 180 µs", "60 kernels", "about 1 to 3 µs"
+    assert "about 14 MB per token" in text
+    assert 13.5e6 < b1["budget"]["bytes"] < 15e6
+    assert 2.5 < bench_floors.floors_us(b1["budget"], data["device"])["hbm_us"] < 3.5
+    assert "more than 180 µs" in text and plain["span_us"]["median"] > 180
+    assert "replays 60 kernels" in text and plain["kernels_per_replay"] == 60
+    short = [d for d in durations if d < 10]
+    assert "about 1 to 3 µs here" in text and sum(0.7 < d < 3.5 for d in short) >= 0.9 * len(short)
+    # section 3: "the median is about 2 µs", "60 kernels of 2 µs is already 120 µs", "about 16 µs per layer",
+    # "a quarter of a megabyte ... per layer", "a quarter of a microsecond per kernel"
+    assert "the median is about 2 µs" in text and 1.5 <= statistics.median(durations) <= 2.5
+    attn = [d for name, _, d in plain["last_replay"] if floors.kind_of(name) == "attention (PyTorch, fp32)"]
+    assert "about 16 µs per layer" in text and len(attn) == 4 and all(15 < d < 18 for d in attn)
+    assert all(d > 3 * statistics.median(durations) for d in attn)  # "several times any other kernel"
+    assert 0.2e6 < b1["budget"]["kv_bytes"] / 4 < 0.3e6
+    _, gap, _ = floors.toy_twin(data, 1)
+    assert "a quarter of a microsecond per kernel" in text and 0.2 < gap < 0.32
+    # the L2 size in the words list
+    assert "60 MiB on the H200" in text and data["device"]["l2_cache_bytes"] == 60 * 2 ** 20
+
+
+def test_the_levers_prose_and_takeaways_follow_from_the_recorded_levers():
+    from graphcourse.lessons import floors
+
+    data, _ = floors.recorded()
+    text = _lesson_text()
+    r1, r8 = floors._rows(data, 1), floors._rows(data, 8)
+    med = lambda rows, p: rows[p]["us_per_token"]["median"]  # noqa: E731
+    # "torch.compile's kernels help at batch 1 and hurt at batch 8"
+    assert "help at batch 1 and hurt at batch 8" in text
+    assert floors._bought(r1, "graph_k1", "compiled_graph_k1") [0] > 0 and floors._bought(r1, "graph_k1", "compiled_graph_k1")[1]
+    assert floors._bought(r8, "graph_k1", "compiled_graph_k1")[0] < 0 and floors._bought(r8, "graph_k1", "compiled_graph_k1")[1]
+    compiled8 = floors._kinds(floors._batch(data, "anatomy", 8)["paths"]["compiled_graph_k1"]["last_replay"])
+    assert next(iter(compiled8)) == "matrix multiply (cuBLAS)"
+    # "the attention kernel is the big lever ... the MLP kernels save less"
+    for rows in (r1, r8):
+        assert floors._bought(rows, "graph_k1", "fused_attention_graph_k1")[0] > \
+            floors._bought(rows, "fused_attention_graph_k1", "fused_both_graph_k1")[0] > 0
+        # "roughly halved the tiny GPT's time per token"
+        assert 0.4 < med(rows, "fused_both_graph_k1") / med(rows, "graph_k1") < 0.6
+    assert "roughly halved" in text
+    # "PDL's effect at batch 1 here is inside the run-to-run range"
+    assert "PDL's effect at batch 1 here is inside the run-to-run range" in text
+    assert not floors._bought(r1, "fused_both_graph_k1", "fused_both_pdl_graph_k1")[1]
+    # Check yourself 1: "60 kernels takes 187 µs ... HBM floor for it is 3.5 µs"
+    b1 = floors._batch(data, "anatomy", 1)
+    assert "60 kernels takes 187 µs" in text and round(b1["paths"]["graph_k1"]["span_us"]["median"]) == 187
+    assert "3.5 µs" in text and round(bench_floors.floors_us(b1["budget"], data["device"])["hbm_us"], 1) == 3.5
+
+
+def test_lesson_13s_things_to_try_have_computed_answers():
+    from graphcourse.lessons import floors
+
+    for item in ("anatomy at batch 8", "floor at batch 8", "reduce-overhead at batch 1 and at batch 8"):
+        answer = floors.try_answer(item)
+        assert answer and any(ch.isdigit() for ch in answer), item

@@ -494,3 +494,24 @@ def test_no_eager_fallback_warning_inside_buckets():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert runner.run([1, 2, 3, 4]).tolist() == [2, 4, 6, 8]
+
+
+def test_a_node_gap_spaces_a_replays_kernels_and_leaves_eager_and_the_default_alone():
+    import pytest
+
+    from toygraph.timeline import CostModel, simulate
+
+    base = CostModel()
+    gapped = base.with_(node_gap_us=1.5)
+    kernels = [2.0, 3.0, 4.0]
+    plain = simulate(kernels, mode="graph", cost=base).lane("gpu")
+    spaced = simulate(kernels, mode="graph", cost=gapped).lane("gpu")
+    assert [e.start_us - plain[0].start_us for e in plain] == pytest.approx([0.0, 2.0, 5.0])
+    assert [e.start_us - spaced[0].start_us for e in spaced] == pytest.approx([0.0, 3.5, 8.0])
+    assert (simulate(kernels, mode="graph", cost=gapped).gpu_idle_us
+            == pytest.approx(simulate(kernels, mode="graph", cost=base).gpu_idle_us + 3.0))
+    assert [e.start_us for e in simulate(kernels, cost=gapped).lane("gpu")] == \
+        [e.start_us for e in simulate(kernels, cost=base).lane("gpu")]
+    from toygraph.errors import InvalidArgumentError
+    with pytest.raises(InvalidArgumentError, match="node_gap_us"):
+        CostModel(node_gap_us=-1.0)

@@ -39,9 +39,13 @@ class CostModel:
     sync_us: float = PRICES["sync_us"]["value"]
     """CPU time a sync costs on top of waiting (copy back and wake-up), set so that one `.item()` per token
     costs what the course's decode loop measured."""
+    node_gap_us: float = 0.0
+    """GPU time between two kernels of one graph replay: the next node's start after the last one ends
+    (lesson 13 sets it from a recorded trace; 0, the default, runs a replay's kernels back to back).
+    A simplification: on a real GPU the gap differs from kernel to kernel."""
 
     def __post_init__(self) -> None:
-        for name in ("launch_us", "kernel_us", "graph_launch_us", "graph_node_us", "sync_us"):
+        for name in ("launch_us", "kernel_us", "graph_launch_us", "graph_node_us", "sync_us", "node_gap_us"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise InvalidArgumentError(f"CostModel.{name} must be a number of microseconds >= 0, got {value!r}.")
@@ -160,7 +164,8 @@ class Clock(Guarded):
         self.cpu_us += self.cost.graph_launch_us + self.cost.graph_node_us * nodes
         self.timeline.events.append(Event("cpu", start, self.cpu_us, f"replay {label}", "graph_launch", self.step))
         for i, us in enumerate(kernel_us):
-            self._gpu(self.cpu_us, us, f"{label}[{i}]")
+            ready = self.cpu_us if i == 0 else max(self.cpu_us, self.gpu_free_us + self.cost.node_gap_us)
+            self._gpu(ready, us, f"{label}[{i}]")
 
     def host(self, us: float, label: str = "host work") -> None:
         """CPU work that launches nothing (Python, sampling, scheduling)."""
