@@ -71,6 +71,7 @@ EXERCISE_AFTER = {
     "ex15_side_stream_device": "10",
     "ex16_fork_join": "10",
     "ex17_graph_forensics": "11",
+    "ex18_which_graph_runs": "09",
 }
 # What moves out of the room (to before the workshop, or to homework) while the plan is over
 # budget, in this order. Once it fits, what moved out is offered back, last moved first, and
@@ -80,6 +81,9 @@ MOVE_OUT = [
     ("lesson", "00", "before the workshop, with the set-up checklist"),
     ("lesson", "09", "after the workshop: a follow-up session for those who serve models (capture sizes, "
                      "capture cost, piecewise graphs)"),
+    ("lesson", "13", "after the workshop: self-study for those who tune a decode step after the graph (floors, "
+                     "one replay kernel by kernel, fused Triton kernels, PDL)"),
+    ("exercise", "ex18_which_graph_runs", "after the workshop, with lesson 09"),
     ("lesson", "12", "after the workshop: self-study for those who work below PyTorch (cuda.core, updating a "
                      "graph in place, a real WHILE node)"),
     ("exercise", "ex17_graph_forensics", "after the workshop, with lesson 11"),
@@ -378,7 +382,20 @@ def _try_12(item: str) -> str | None:
     return try_answer(item)
 
 
-TRY_ANSWERS = {"02": _try_02, "04": _try_04, "09": _try_09, "10": _try_10, "11": _try_11, "12": _try_12}
+def _try_09_engines(item: str) -> str | None:
+    from graphcourse.lessons.engines import try_answer
+
+    return _try_09(item) or try_answer(item)
+
+
+def _try_13(item: str) -> str | None:
+    from graphcourse.lessons.floors import try_answer
+
+    return try_answer(item)
+
+
+TRY_ANSWERS = {"02": _try_02, "04": _try_04, "09": _try_09_engines, "10": _try_10, "11": _try_11, "12": _try_12,
+               "13": _try_13}
 
 
 NO_ANSWER = "NO ANSWER YET: add one to graphcourse/authoring/instructor.py (TRY_ANSWERS), then run make instructor."

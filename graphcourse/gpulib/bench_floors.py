@@ -133,10 +133,18 @@ def bench_device(repeats: int = REPEATS) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the decode paths
 
 
+def _quiet_tf32_advice() -> None:
+    """float32 stays float32 here (eager's tokens are the reference): inductor's advice to enable TF32 is noise."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="TensorFloat32 tensor cores")
+
+
 def _compiled_step(model: Any) -> Callable[..., Any]:
     """torch.compile's default-mode kernels of one decode step, one compiled function per KV cache."""
     import torch
 
+    _quiet_tf32_advice()
     from .compiled import own_code_object
 
     compiled_for: dict[int, Any] = {}
@@ -236,6 +244,8 @@ def bench_levers(batch: int, tokens: int = TOKENS, repeats: int = REPEATS) -> di
     from tqdm.auto import tqdm
 
     from .compiled import compiled_loop_step, eager_loop_step
+
+    _quiet_tf32_advice()
     from .device_loop import MultiStepDecoder
     from .graphs import TinyGPT
 

@@ -248,7 +248,19 @@ def try_answer(item: str) -> str | None:
     data, _ = recorded()
     if data is None:
         return None
-    if "batch 8" in item and "anatomy" in item:
+    if "reduce-overhead" in item and "batch 1" in item:
+        r1, r8 = _rows(data, 1), _rows(data, 8)
+        c1 = _batch(data, "anatomy", 1)["paths"]["compiled_graph_k1"]
+        p1 = _batch(data, "anatomy", 1)["paths"]["graph_k1"]
+        c8 = _kinds(_batch(data, "anatomy", 8)["paths"]["compiled_graph_k1"]["last_replay"])
+        mm = c8.get("matrix multiply (cuBLAS)", (0, 0.0))
+        med = lambda rows, p: rows[p]["us_per_token"]["median"]  # noqa: E731
+        return (f"Batch 1: reduce-overhead {med(r1, 'reduce_overhead'):.1f} µs per token, the plain graph "
+                f"{med(r1, 'graph_k1'):.1f}: the compiled kernels are shorter (one replay of them: "
+                f"{c1['kernel_us']['median']:.1f} µs of kernels against {p1['kernel_us']['median']:.1f}). Batch 8: "
+                f"reduce-overhead {med(r8, 'reduce_overhead'):.1f}, the plain graph {med(r8, 'graph_k1'):.1f}: "
+                f"the compiled replay spends {mm[1]:.1f} µs in {mm[0]} cuBLAS matrix-multiply kernels.")
+    if "anatomy" in item and "batch 8" in item:
         a = _batch(data, "anatomy", 8)["paths"]["graph_k1"]
         kinds = _kinds(a["last_replay"])
         top, (n, total) = next(iter(kinds.items()))
@@ -262,11 +274,14 @@ def try_answer(item: str) -> str | None:
         best = b["paths"]["fused_both_graph_k1"]["span_us"]["median"]
         return (f"At batch 8 the step must read {b['budget']['bytes'] / 1e6:.1f} MB: an HBM floor of "
                 f"{f['hbm_us']:.2f} µs; the fused graph's replay takes {best:.1f} µs, {best / f['hbm_us']:.0f}x it.")
-    if "reduce-overhead" in item and "batch 1" in item:
-        rows = _rows(data, 1)
-        ro, plain = rows["reduce_overhead"]["us_per_token"], rows["graph_k1"]["us_per_token"]
-        return (f"At batch 1 reduce-overhead takes {ro['median']:.1f} µs per token against the plain graph's "
-                f"{plain['median']:.1f}: its fused kernels make each replay shorter, while at batch 8 "
-                f"({_rows(data, 8)['reduce_overhead']['us_per_token']['median']:.1f} against "
-                f"{_rows(data, 8)['graph_k1']['us_per_token']['median']:.1f}) they do not.")
+    if "node_gap_us" in item:
+        from toygraph.timeline import CostModel, simulate
+
+        tl = simulate([8.0] * 2, mode="graph", steps=2, cost=CostModel().with_(node_gap_us=1.0))
+        gpu = [e for e in tl.lane("gpu") if e.step == 1]
+        span = gpu[-1].end_us - gpu[0].start_us
+        busy = sum(e.duration_us for e in gpu)
+        return (f"Two kernels of 8 µs with a 1.0 µs gap: a replay's kernels span {span:.1f} µs, of which "
+                f"{span - busy:.1f} µs ({(span - busy) / span:.0%}) is the gap; the step takes "
+                f"{tl.step_times_us[-1]:.1f} µs with the graph launch.")
     return None
