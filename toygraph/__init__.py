@@ -7,7 +7,10 @@ replay reads once a buffer it captured from outside its pool is freed (liveness:
 Read it in this order: errors, timeline, memory, freeze, capture, buckets, liveness.
 Beyond the lessons: conditional (IF/WHILE/SWITCH nodes), multistep (K decode steps in one
 graph), streams (a DAG captured from two streams), rng (a generator graphs can replay),
-update (a captured graph updated in place from a new capture, as cudaGraphExecUpdate does).
+update (a captured graph updated in place from a new capture, as cudaGraphExecUpdate does),
+dispatch (which graph a serving engine runs for a batch: vLLM's modes and their downgrade),
+ranks (several ranks on one communicator: mismatched captures and replays as named hangs).
+The timeline's ``CostModel.node_gap_us`` spaces a replay's kernels as a real GPU does (lesson 13).
 """
 
 from .buckets import (BucketedGraphs, EagerFallbackWarning, PaddingReport, bucket_for, check_buckets,
