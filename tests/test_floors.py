@@ -14,7 +14,7 @@ def test_the_budget_counts_every_weight_the_step_reads_and_one_embedding_row_per
     dense = sum(p.numel() for name, p in model.named_parameters() if "emb" not in name)
     for batch in (1, 8):
         budget = bench_floors.step_budget(model.config, batch)
-        assert budget["weight_bytes"] == 4 * (dense + batch * 2 * model.config.d_model)
+        assert budget["weight_bytes"] == 4 * (dense + (batch + 1) * model.config.d_model)
         c = model.config
         assert budget["kv_bytes"] == 4 * 2 * c.n_layers * batch * c.n_heads * c.max_len * c.head_dim
         assert budget["bytes"] == budget["weight_bytes"] + budget["kv_bytes"]
@@ -171,12 +171,28 @@ def test_the_levers_prose_and_takeaways_follow_from_the_recorded_levers():
         # "roughly halved the tiny GPT's time per token"
         assert 0.4 < med(rows, "fused_both_graph_k1") / med(rows, "graph_k1") < 0.6
     assert "roughly halved" in text
-    # "PDL's effect at batch 1 here is inside the run-to-run range"
-    assert "PDL's effect at batch 1 here is inside the run-to-run range" in text
-    assert not floors._bought(r1, "fused_both_graph_k1", "fused_both_pdl_graph_k1")[1]
-    # Check yourself 1: "60 kernels takes 187 µs ... HBM floor for it is 3.5 µs"
+    # "PDL's effect at batch 8 here is inside the run-to-run range"
+    assert "PDL's effect at batch 8 here is inside the run-to-run range" in text
+    assert not floors._bought(r8, "fused_both_graph_k1", "fused_both_pdl_graph_k1")[1]
+    # section 5: "The gap before `ln_fc1_gelu` nearly vanished", "`fc2_residual` started before `ln_fc1_gelu` had
+    # ended", "a few microseconds at most, and not the same at both batches"
+    assert "The gap before `ln_fc1_gelu` nearly vanished" in text and "`fc2_residual` started before" in text
+    for batch in (1, 8):
+        plain = floors.gaps_before(data, batch, "fused_both_graph_k1")
+        pdl = floors.gaps_before(data, batch, "fused_both_pdl_graph_k1")
+        assert pdl["MLP part 1 (Triton)"] < 0.3 * plain["MLP part 1 (Triton)"]
+        assert pdl["MLP part 2 (Triton)"] < 0 < plain["MLP part 2 (Triton)"]
+    pdl_bought = [floors._bought(r, "fused_both_graph_k1", "fused_both_pdl_graph_k1") for r in (r1, r8)]
+    assert "a few microseconds at most, and not the same at both batches" in text
+    assert all(abs(saved) < 5 for saved, _ in pdl_bought) and pdl_bought[0][1] != pdl_bought[1][1]
+    # section 4: the compiled graph's matrix kernels at batch 8 "each several times longer than the plain graph's"
+    k8 = floors._kinds(floors._batch(data, "anatomy", 8)["paths"]["graph_k1"]["last_replay"])
+    n_c, t_c = compiled8["matrix multiply (cuBLAS)"]
+    n_p, t_p = k8["matrix multiply (cuBLAS)"]
+    assert "each several times longer than the plain graph's" in text and t_c / n_c > 2.5 * t_p / n_p
+    # Check yourself 1: "60 kernels takes more than 180 µs ... HBM floor for it is 3.5 µs"
     b1 = floors._batch(data, "anatomy", 1)
-    assert "60 kernels takes 187 µs" in text and round(b1["paths"]["graph_k1"]["span_us"]["median"]) == 187
+    assert "60 kernels takes more than 180 µs" in text and b1["paths"]["graph_k1"]["span_us"]["median"] > 180
     assert "3.5 µs" in text and round(bench_floors.floors_us(b1["budget"], data["device"])["hbm_us"], 1) == 3.5
 
 
@@ -195,3 +211,13 @@ def test_lesson_13s_things_to_try_have_computed_answers():
     assert len(items) == 4 and all(a and any(ch.isdigit() for ch in a) for a in answers), answers
     assert len(set(answers)) == 4  # each item its own answer
     assert "cuBLAS" in answers[2] and "gap" in answers[3]
+
+
+def test_reduce_overheads_range_at_batch_1_is_the_widest_of_the_graphed_paths_as_the_lesson_says():
+    from graphcourse.lessons import floors
+
+    data, _ = floors.recorded()
+    assert "reduce-overhead's own range over the repeats is the widest of the graphed paths" in _lesson_text()
+    width = {p: r["us_per_token"]["max"] - r["us_per_token"]["min"] for p, r in floors._rows(data, 1).items()
+             if p != "eager"}
+    assert max(width, key=width.get) == "reduce_overhead"

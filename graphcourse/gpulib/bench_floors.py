@@ -4,8 +4,9 @@ Run on a CUDA machine: ``python -m graphcourse.gpulib.bench_floors [--out data/f
 Three sections, each recorded even when another fails:
 
 - ``device``: the floors' denominators, measured here, not read from a data sheet: HBM bandwidth
-  (a copy of 1 GiB: bytes read plus bytes written over the time), L2 read bandwidth (copies between
-  two buffers that fit in L2 together, replayed from a graph so that launches do not count) and float32
+  (a copy of 1 GiB: bytes read plus bytes written over the time), an L2 copy rate (copies between
+  two buffers that fit in L2 together, replayed from a graph so that launches do not count: each
+  copy is a short kernel with its own start and tail, so this is a lower bound on L2 bandwidth) and float32
   matmul throughput (8192 x 8192, TF32 off as PyTorch leaves it). Medians and spreads.
 - ``anatomy``: one decode step of the tiny GPT replayed from a CUDA graph under torch.profiler,
   per path and batch: the kernels, their durations, the gaps between them inside the replay and
@@ -53,7 +54,8 @@ def step_budget(config: Any, batch: int, bytes_per_value: int = 4) -> dict[str, 
     """Bytes one decode step of the tiny GPT must read, and the FLOPs it must do, at least (counted, not timed).
 
     Weights: every block's layer norms and linear layers, the final norm and the head, read once
-    per step whatever the batch; one row of each embedding per sequence. KV cache: the course's
+    per step whatever the batch; one token-embedding row per sequence and one position row (every
+    sequence is at the same position). KV cache: the course's
     step attends over the whole preallocated cache (``max_len`` positions, later ones masked),
     so it reads ``layers x batch x heads x max_len x head_dim`` keys and as many values. FLOPs:
     two per weight of every linear layer and row, plus the attention's two matrix products over
@@ -62,7 +64,7 @@ def step_budget(config: Any, batch: int, bytes_per_value: int = 4) -> dict[str, 
     d, hdim, layers, vocab = config.d_model, config.head_dim, config.n_layers, config.vocab_size
     linear = layers * (d * 3 * d + 3 * d + d * d + d + d * 4 * d + 4 * d + 4 * d * d + d) + d * vocab
     norms = layers * 2 * 2 * d + 2 * d
-    weights = (linear + norms + batch * 2 * d) * bytes_per_value
+    weights = (linear + norms + batch * d + d) * bytes_per_value  # a token row per sequence, one position row
     kv = layers * batch * config.n_heads * config.max_len * hdim * 2 * bytes_per_value
     matmul_weights = layers * (3 * d * d + d * d + 8 * d * d) + d * vocab
     flops = 2 * batch * matmul_weights + layers * batch * config.n_heads * 2 * 2 * config.max_len * hdim
@@ -92,7 +94,7 @@ def _event_us(fn: Callable[[], Any], iters: int) -> float:
 
 
 def bench_device(repeats: int = REPEATS) -> dict[str, Any]:
-    """HBM copy bandwidth, L2 read bandwidth and float32 matmul throughput, medians and spreads over `repeats`."""
+    """HBM copy bandwidth, an L2 copy rate and float32 matmul throughput, medians and spreads over `repeats`."""
     import torch
 
     props = torch.cuda.get_device_properties(0)

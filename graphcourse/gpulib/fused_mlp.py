@@ -14,10 +14,12 @@ Two kernels, not one, because every output of ``fc2`` needs every hidden value: 
 would need a grid-wide barrier or atomics. The sums run in another order than cuBLAS's, so the
 logits differ in the last bits; the benchmark checks that the greedy tokens stay those of eager.
 
-Programmatic dependent launch (``pdl=True``, Hopper and later): the second kernel may start while
-the first is finishing; ``gdc_wait`` in it holds its reads of the hidden row until the first
-kernel's writes are visible, and ``gdc_launch_dependents`` in the first says when its dependants
-may start. Triton exposes both (``triton.language.extra.cuda``) and the ``launch_pdl`` launch
+Programmatic dependent launch (``pdl=True``, Hopper and later): both kernels are launched with
+it, so each may be scheduled before the kernel ahead of it has finished; ``gdc_wait`` at the top
+of the first holds its reads of ``x`` until the previous kernel's writes are visible, and
+``gdc_launch_dependents`` right after it lets the second start early, where it loads its first
+block of weights before its own ``gdc_wait`` (which waits for the whole first kernel, writes
+included: Triton's docstring). Triton exposes both (``triton.language.extra.cuda``) and the ``launch_pdl`` launch
 option; :func:`pdl_support` says whether the installed Triton has them.
 
 Without CUDA or Triton, :func:`fused_mlp_reference` gives the same math in PyTorch (what the
@@ -87,6 +89,7 @@ def _build() -> dict[str, Any]:
         hb = tl.program_id(1)
         if PDL:
             gdc_wait()  # x comes from the kernel before: wait for its writes
+            gdc_launch_dependents()  # let fc2_residual start now: its own gdc_wait holds its reads of h
         d = tl.arange(0, D)
         x = tl.load(x_ptr + row * D + d)
         mean = tl.sum(x, 0) / D
@@ -99,8 +102,6 @@ def _build() -> dict[str, Any]:
         z = 0.7978845608028654 * (a + 0.044715 * a * a * a)
         g = 0.5 * a * (1.0 + (2.0 * tl.sigmoid(2.0 * z) - 1.0))  # tanh(z) = 2 sigmoid(2z) - 1
         tl.store(h_ptr + row * H + hs, g)
-        if PDL:
-            gdc_launch_dependents()
 
     @triton.jit
     def fc2_residual(h_ptr, w2_ptr, b2_ptr, x_ptr, out_ptr,
@@ -123,8 +124,6 @@ def _build() -> dict[str, Any]:
             acc += tl.sum(w * h[None, :], 1)
         out = acc + tl.load(b2_ptr + ds) + tl.load(x_ptr + row * D + ds)
         tl.store(out_ptr + row * D + ds, out)
-        if PDL:
-            gdc_launch_dependents()
 
     _kernels.update(ln_fc1_gelu=ln_fc1_gelu, fc2_residual=fc2_residual)
     return _kernels
