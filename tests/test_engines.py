@@ -111,7 +111,7 @@ def test_try_answers_compute_their_figures():
     spec = E.try_answer("With 2 speculative tokens and max_num_seqs=64, which sizes get FULL decode keys?")
     assert spec and spec.startswith("46 sizes; 28 of them") and "11 multiples of 3" in spec
     lora = E.try_answer("How many graphs does LoRA specialisation add to vLLM's default list?")
-    assert lora and "51 graphs without LoRA" in lora and "102" in lora
+    assert lora and "51 capture keys without LoRA" in lora and "102" in lora
     assert E.try_answer("something else") is None
 
 

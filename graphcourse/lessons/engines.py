@@ -405,8 +405,8 @@ def try_answer(item: str) -> str | None:
         from .serving import vllm_default_sizes
 
         n = len(vllm_default_sizes())
-        return (f"{n} sizes: {graphs_to_capture(n)} graphs without LoRA, {graphs_to_capture(n, 2)} with "
-                f"cudagraph_specialize_lora (with and without adapters), {graphs_to_capture(n, 5)} if each "
-                f"count 0 to 4 of active adapters got its own. Capture time grows with the count; the shared "
-                f"pool stays what the largest graph needs, plus a little per graph.")
+        return (f"{n} sizes: {graphs_to_capture(n)} capture keys without LoRA, {graphs_to_capture(n, 2)} with "
+                f"LoRA enabled and cudagraph_specialize_lora (with and without adapters), {graphs_to_capture(n, 5)} "
+                f"if each count 0 to 4 of active adapters got its own. Capture time grows with the count; the "
+                f"shared pool stays what the largest graph needs, plus a little per graph.")
     return None
