@@ -266,6 +266,12 @@ def lab_server(workdir: Path | None = None, layout: str = "copies") -> Iterator[
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
 
+    # Run All stops at an error only for requests that reach the kernel within
+    # stop_on_error_timeout of it; ipykernel's default, 0 s, lets a busy machine run the next cell.
+    kernel_config = home / "ipython" / "profile_default" / "ipython_kernel_config.py"
+    kernel_config.parent.mkdir(parents=True, exist_ok=True)
+    kernel_config.write_text("c.Kernel.stop_on_error_timeout = 2.0\n")
+
     env = dict(os.environ)
     env.update(
         JUPYTER_CONFIG_DIR=str(home / "config"),
