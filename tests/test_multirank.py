@@ -79,3 +79,9 @@ def test_a_rank_that_fails_is_reported_with_its_error():
 def test_bad_launcher_arguments_are_refused(kwargs):
     with pytest.raises(ValueError):
         multirank.run_ranks(multirank._finisher, (1,), **kwargs)
+
+
+def test_a_line_cut_short_by_a_kill_ends_the_events_without_an_error():
+    from graphcourse.gpulib.multirank import _read_events
+    lines = ['{"event": "captured"}\n', '\n', '{"event": "repl']
+    assert _read_events(lines) == [{"event": "captured"}]

@@ -67,7 +67,7 @@ Where the toy simplifies, said plainly:
 * A hang is detected, not suffered: the toy knows no rank can move, so its steps are a count, not
   time. A real hang is silent until a timeout fires, and a collective replayed from a graph is not
   watched by PyTorch's NCCL watchdog (ProcessGroupNCCL enqueues no work item for it during capture,
-  pytorch/pytorch#102542), so set a timeout of your own around replays
+  pytorch/pytorch#103503, which relanded #102542), so set a timeout of your own around replays
   (``graphcourse.gpulib.multirank`` kills its ranks after one).
 * What a mismatch does on real NCCL is not specified. The toy reports every mismatch as a hang,
   except that ``World(on_size_mismatch="wrong_sum")`` lets an all-reduce of different sizes
@@ -86,7 +86,7 @@ Sources read: NCCL user guide, "Using NCCL with CUDA Graphs"
 (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/cudagraph.html) and, for
 ``NCCL_GRAPH_MIXING_SUPPORT``, the NCCL 2.19 guide's ``env.rst`` (read in the copy
 ouchyang/nccl-2.19-docs-cn@1f6e20581d8c0158eebc837102a44d5a78d6c3bd, docs/source/env.rst);
-vllm-project/vllm#2770; pytorch/pytorch#115388; pytorch/pytorch#102542 (its commit message);
+vllm-project/vllm#2770; pytorch/pytorch#115388; pytorch/pytorch#103503 (its commit message);
 NVIDIA/TransformerEngine#2367; NVIDIA/nccl#1394 and #1417.
 """
 

@@ -1,4 +1,4 @@
-"""Several ranks on two GPUs: the capture failures of tensor-parallel serving, each bounded by a timeout that kills its ranks.
+"""Several ranks on two GPUs: the capture failures of serving on several ranks, each bounded by a timeout that kills its ranks.
 
 The toy twin is ``toygraph.ranks``; these are the same scenarios with ``torch.distributed`` (NCCL) on two
 GPUs. :func:`run_scenario` starts one process per rank (``multiprocessing``'s spawn context, as
@@ -8,7 +8,7 @@ writes what it did, event by event, to a file, so a rank that hangs still says h
 run is bounded by :func:`run_ranks`: after ``timeout_s`` it kills every rank's whole process group
 (SIGKILL) and reports which ranks it killed and that nothing is left behind. A replayed collective needs
 that bound of its own: ProcessGroupNCCL enqueues no work for its watchdog while capturing
-(pytorch/pytorch#102542), so the process group's ``timeout`` is no guarantee for a hang inside a graph.
+(pytorch/pytorch#103503, which relanded #102542), so the process group's ``timeout`` is no guarantee for a hang inside a graph.
 
 Scenarios (:data:`SCENARIOS`; what each shows is in its text there):
 
@@ -31,7 +31,7 @@ Every process keeps NVLink multicast off, as the course's machines need: ``NCCL_
 each rank before NCCL starts.
 
 Sources: NCCL user guide, "Using NCCL with CUDA Graphs" (captured-ness and graph launches are collective)
-and ``env.rst`` (``NCCL_GRAPH_MIXING_SUPPORT``); pytorch/pytorch#115388; pytorch/pytorch#102542;
+and ``env.rst`` (``NCCL_GRAPH_MIXING_SUPPORT``); pytorch/pytorch#115388; pytorch/pytorch#103503;
 vllm-project/vllm#2770; NVIDIA/nccl#1394 and #1417 (mismatched sizes: a hang or a wrong result).
 """
 
@@ -45,7 +45,7 @@ import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 __all__ = ["MULTICAST_OFF", "SCENARIOS", "RankRun", "check_scenario_args", "free_port", "leftover_processes",
            "run_ranks", "run_scenario"]
@@ -212,11 +212,24 @@ def run_ranks(target: Callable, args: tuple = (), *, world: int = 2, timeout_s: 
         for r in range(world):
             try:
                 with open(f"{out}.{r}") as f:
-                    events.append([json.loads(line) for line in f if line.strip()])
+                    events.append(_read_events(f))
             except OSError:
                 events.append([])
     return RankRun(world, timeout_s, timed_out, killed, [p.exitcode for p in procs], events, leftovers,
                    round(time.monotonic() - t0, 3))
+
+
+def _read_events(lines: Iterable[str]) -> list[dict]:
+    """A rank's events; a line cut short when the rank was killed mid-write ends the list."""
+    events = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            break
+    return events
 
 
 # --------------------------------------------------------------------------- the scenarios (two GPUs, NCCL)

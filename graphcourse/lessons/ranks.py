@@ -1,8 +1,9 @@
-"""Lesson 10's toy ranks: a tensor-parallel step captured on every rank, and one serving step replayed.
+"""Lesson 10's toy ranks: a step with a collective captured on every rank, and one serving step replayed.
 
 Thin wrappers over :mod:`toygraph.ranks` so the lesson's cells stay a few lines: each rank's graph
 ``"step"`` runs a stand-in layer (doubling its static buffer) and then all-reduces the buffer, as a
-tensor-parallel layer sums its partial results over the ranks.
+layer that exchanges results between ranks does (an expert-parallel MoE layer of data-parallel
+ranks, or a tensor-parallel layer's all-reduce).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from typing import Sequence
 from toygraph.buckets import pad_to
 from toygraph.ranks import RankBuffer, RankGraph, World
 
-__all__ = ["capture_tp_step", "serve_step"]
+__all__ = ["capture_step", "serve_step"]
 
 
-def capture_tp_step(sizes: Sequence[int], *, timeout_steps: int = 50,
+def capture_step(sizes: Sequence[int], *, timeout_steps: int = 50,
                     **world_kw: object) -> tuple[World, list[RankBuffer], list[RankGraph]]:
     """A world of len(sizes) ranks; rank i captured graph 'step' (layer, then all-reduce) on a buffer of sizes[i]."""
     world = World(len(sizes), timeout_steps=timeout_steps, **world_kw)  # type: ignore[arg-type]
