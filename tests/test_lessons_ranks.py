@@ -52,3 +52,47 @@ def test_world_options_pass_through_to_mixing_and_teardown():
         g.free()
     world.destroy()
     assert world.state == "destroyed"
+
+
+# run_plan: ex19's harness. Each case says what a plan does on toy ranks.
+from graphcourse.lessons.ranks import run_plan  # noqa: E402
+
+SIZES = [1, 2, 4, 8]
+
+
+def test_run_plan_one_shared_size_sums_every_ranks_rows():
+    assert run_plan([8, 8], [3, 5], SIZES) == {"rows": [[6.0] * 3 + [4.0] * 2 + [0.0] * 3] * 2}
+
+
+def test_run_plan_own_buckets_hang_and_name_both_sizes():
+    out = run_plan([4, 8], [3, 5], SIZES)
+    assert set(out) == {"hang"} and "size 4" in out["hang"] and "size 8" in out["hang"]
+
+
+def test_run_plan_a_rank_sitting_out_leaves_the_other_waiting():
+    out = run_plan([4, None], [3, 0], SIZES)
+    assert "rank 1 never reached collective #1" in out["hang"]
+
+
+def test_run_plan_an_idle_rank_that_replays_padding_lets_the_step_finish():
+    assert run_plan([4, 4], [3, 0], SIZES) == {"rows": [[2.0] * 3 + [0.0]] * 2}
+
+
+def test_run_plan_eager_on_every_rank_pads_to_the_largest_batch_and_mixed_hangs():
+    assert run_plan(["eager"] * 2, [3, 10], SIZES) == {"rows": [[6.0] * 3 + [4.0] * 7] * 2}
+    assert "graphed on some ranks, eager on others" in run_plan([8, "eager"], [3, 10], SIZES)["hang"]
+
+
+def test_run_plan_refuses_plans_no_rank_could_run_with_a_message():
+    assert run_plan(None, [0, 0], SIZES) == {"ran": "nothing"}
+    assert "one per rank" in run_plan([4], [3, 0], SIZES)["error"]
+    assert "neither a capture size" in run_plan([5, 5], [3, 0], SIZES)["error"]
+    assert "neither a capture size" in run_plan([True, 4], [1, 0], SIZES)["error"]
+    assert "do not fit" in run_plan([2, 2], [3, 0], SIZES)["error"]
+
+
+def test_the_things_to_try_answer_is_computed_from_the_toy():
+    from graphcourse.lessons.ranks import try_answer
+    text = try_answer("With `run_plan` ...")
+    assert "graph of 16" in text and "first 10 =" in text and "rank 0 never reached collective #1" in text
+    assert try_answer("another item") is None

@@ -322,3 +322,89 @@ def test_bad_calls_are_refused():
     with pytest.raises(GraphStateError, match="captured once"):
         with g.capture():
             pass
+
+
+# --------------------------------------------------------------------------- the custom all-reduce (vLLM's, peer to peer)
+from toygraph.ranks import CustomAllReduce, UnregisteredBufferError  # noqa: E402
+
+
+def _captured_custom(n=2, calls=1):
+    world = World(n, timeout_steps=10)
+    car = CustomAllReduce(world)
+    bufs = [r.tensor([float(r.index + 1)] * 3) for r in world.ranks]
+    graphs = [r.graph("step") for r in world.ranks]
+    for r, g, b in zip(world.ranks, graphs, bufs):
+        with g.capture():
+            for _ in range(calls):
+                r.launch(lambda x: [v * 2 for v in x], b, name="layer")
+                car.all_reduce(r, b)
+    return world, car, bufs, graphs
+
+
+def test_a_replay_before_register_graph_buffers_reads_an_empty_slot():
+    world, car, bufs, graphs = _captured_custom()
+    for g in graphs:
+        g.replay()
+    with pytest.raises(UnregisteredBufferError, match="slot 0.*register_graph_buffers"):
+        world.synchronize()
+
+
+def test_registered_after_capture_every_replay_sums_over_the_ranks():
+    world, car, bufs, graphs = _captured_custom(n=3, calls=2)
+    assert car.register_graph_buffers() == 2
+    for _ in range(2):
+        for r, b in zip(world.ranks, bufs):
+            b.copy_([float(r.index + 1)] * 3)
+        for g in graphs:
+            g.replay()
+        world.synchronize()
+        # layer doubles (1, 2, 3) -> sum 12; again doubled -> 24, summed over 3 ranks -> 72
+        assert [b.tolist() for b in bufs] == [[72.0] * 3] * 3
+
+
+def test_register_graph_buffers_refuses_during_capture_and_uneven_counts():
+    world = World(2, timeout_steps=10)
+    car = CustomAllReduce(world)
+    b = [r.tensor([1.0]) for r in world.ranks]
+    g0, g1 = world[0].graph("a"), world[1].graph("b")
+    with g0.capture():
+        car.all_reduce(0, b[0])
+        with pytest.raises(GraphStateError, match="after the capture"):
+            car.register_graph_buffers()
+    with g1.capture():
+        car.all_reduce(1, b[1])
+        car.all_reduce(1, b[1])
+    with pytest.raises(InvalidArgumentError, match=r"different numbers of custom all-reduces \(\[1, 2\]\)"):
+        car.register_graph_buffers()
+
+
+def test_eager_custom_all_reduce_needs_a_registered_buffer():
+    world = World(2, timeout_steps=10)
+    car = CustomAllReduce(world)
+    bufs = [r.tensor([float(r.index + 1)]) for r in world.ranks]
+    with pytest.raises(UnregisteredBufferError, match="not registered"):
+        car.all_reduce(0, bufs[0])
+    car.register_buffer(bufs)
+    for r, b in zip(world.ranks, bufs):
+        car.all_reduce(r, b)
+    world.synchronize()
+    assert [b.tolist() for b in bufs] == [[3.0], [3.0]]
+
+
+def test_graphs_of_custom_all_reduces_do_not_hold_the_nccl_communicator():
+    world, car, bufs, graphs = _captured_custom()
+    car.register_graph_buffers()
+    world.destroy()
+    assert world.state == "destroyed"
+
+
+def test_custom_all_reduce_rejects_foreign_ranks_and_a_second_instance():
+    world = World(2, timeout_steps=10)
+    car = CustomAllReduce(world)
+    with pytest.raises(InvalidArgumentError, match="already has a custom all-reduce"):
+        CustomAllReduce(world)
+    other = World(2)
+    with pytest.raises(InvalidArgumentError):
+        car.all_reduce(other[0], other[0].tensor([1.0]))
+    with pytest.raises(InvalidArgumentError, match="one buffer per rank"):
+        car.register_buffer([world[0].tensor([1.0])])

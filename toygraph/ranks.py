@@ -62,6 +62,11 @@ What else it shows:
   ``del graph`` as the fix, and NVIDIA/TransformerEngine#2367 added ``reset()`` for graphs because of it). :meth:`World.destroy` with a live graph raises
   :class:`CommunicatorHang` naming the graphs; :meth:`RankGraph.free` each one, then destroy.
 
+* **A custom all-reduce.** :class:`CustomAllReduce` is vLLM's peer-to-peer all-reduce in miniature:
+  a captured call gets an empty slot for its peers' addresses, which
+  :meth:`CustomAllReduce.register_graph_buffers` fills after the capture; a replay before that
+  raises :class:`UnregisteredBufferError` (an illegal address on GPUs: sgl-project/sglang#14193).
+
 Where the toy simplifies, said plainly:
 
 * A hang is detected, not suffered: the toy knows no rank can move, so its steps are a count, not
@@ -94,7 +99,7 @@ from __future__ import annotations
 
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Sequence
 
 from ._guard import Guarded
@@ -103,7 +108,7 @@ from .errors import GraphStateError, InvalidArgumentError, ToyGraphError
 from .freeze import freeze
 
 __all__ = ["World", "Rank", "shared_bucket", "RankGraph", "RankBuffer", "Collective", "CollectiveHang", "CommunicatorHang",
-           "GraphMixingError", "CommunicatorDestroyedError"]
+           "GraphMixingError", "CommunicatorDestroyedError", "CustomAllReduce", "UnregisteredBufferError"]
 
 
 def shared_bucket(batch_sizes: Sequence[int], buckets: Sequence[int]) -> int:
@@ -140,6 +145,10 @@ class CommunicatorHang(CollectiveHang):
 
 class GraphMixingError(ToyGraphError, RuntimeError):
     """With NCCL_GRAPH_MIXING_SUPPORT=0, an eager collective was issued while a graph launch with collectives was outstanding."""
+
+
+class UnregisteredBufferError(ToyGraphError, RuntimeError):
+    """A custom all-reduce reads a peer buffer whose address was never exchanged (CustomAllReduce)."""
 
 
 class CommunicatorDestroyedError(ToyGraphError, RuntimeError):
@@ -182,6 +191,7 @@ class Collective:
     size: int
     root: int | None = None
     graph: str | None = None
+    slot: int | None = None  # a custom all-reduce captured in a graph: its rank's slot of peer addresses
 
 
 @dataclass(frozen=True)
@@ -224,7 +234,7 @@ class RankGraph(Guarded):
     @property
     def holds_communicator(self) -> bool:
         """Whether this graph keeps the communicator alive: it captured a collective and was not freed."""
-        return self.state == "captured" and bool(self.collectives)
+        return self.state == "captured" and any(c.op != "custom_all_reduce" for c in self.collectives)
 
     @contextmanager
     def capture(self) -> Iterator["RankGraph"]:
@@ -313,7 +323,7 @@ class Rank(Guarded):
     def _collective(self, c: Collective) -> None:
         self.world._check_alive(c.op)
         if self.capturing is not None:
-            c = Collective(c.op, c.buffer, c.size, c.root, self.capturing.name)
+            c = replace(c, graph=self.capturing.name)
         elif not self.world.graph_mixing_support:
             outstanding = sorted({q.work.graph for q in self.stream if isinstance(q.work, Collective) and q.work.graph})
             if outstanding:
@@ -394,6 +404,7 @@ class World(Guarded):
         self.timeout_steps = timeout_steps
         self.graph_mixing_support = graph_mixing_support
         self.on_size_mismatch = on_size_mismatch
+        self.custom: CustomAllReduce | None = None  # a custom all-reduce over these ranks, if one was made
         self.ranks = tuple(Rank(self, i) for i in range(n_ranks))
         self.steps = 0
         """Steps run so far, over every synchronize: bounded, since each wait gives up after timeout_steps."""
@@ -446,7 +457,14 @@ class World(Guarded):
 
     def _complete(self, calls: list[Collective]) -> None:
         c = calls[0]
-        if c.op == "all_reduce":
+        if c.op == "custom_all_reduce":
+            custom = self.custom
+            assert custom is not None  # only a CustomAllReduce issues these
+            peers = [custom._peers(r, x) for r, x in zip(self.ranks, calls)]
+            total = [sum(b._values[i] for b in peers[0]) for i in range(c.size)]
+            for x in calls:
+                x.buffer._values = list(total)
+        elif c.op == "all_reduce":
             longest = max(x.size for x in calls)
             total = [sum(x.buffer._values[i] for x in calls if i < x.size) for i in range(longest)]
             for x in calls:
@@ -518,3 +536,112 @@ def _mismatch(calls: list[Collective]) -> str | None:
     if differ("root"):
         return "broadcast roots differ: every rank must name the same root"
     return None
+
+
+class CustomAllReduce(Guarded):
+    """A toy of vLLM's custom all-reduce: each rank's kernel reads its peers' buffers directly.
+
+    No NCCL: the ranks exchange the addresses of their buffers (IPC handles on GPUs) once, and the
+    kernel sums what it finds at those addresses. Two ways to get there, as in vLLM's
+    ``CustomAllreduce`` (``vllm/distributed/device_communicators/custom_all_reduce.py`` and
+    ``csrc/custom_all_reduce.cuh``):
+
+    * eager: :meth:`register_buffer` exchanges one buffer per rank up front; an eager
+      :meth:`all_reduce` of a buffer never registered raises at once ("buffer address ... is not
+      registered!" in vLLM);
+    * captured: inside a capture the kernel is recorded with an empty slot for the peers' addresses
+      (``d_rank_data_base_ + graph_unreg_buffers_.size()``) and the buffer is remembered; the
+      addresses only exist once capture has allocated them, and exchanging them is host work that a
+      capture cannot hold, so :meth:`register_graph_buffers`, called on every rank **after** the
+      capture (vLLM's ``capture()`` context manager does it on exit), fills the slots. A replay
+      before that reads an empty slot: :class:`UnregisteredBufferError` here, unset pointers
+      (an illegal address, or garbage) on GPUs.
+
+    Like a collective, a custom all-reduce completes when every rank reaches it, in the same order;
+    the toy reuses the world's rendezvous for that (the real kernel spins on flags in peer memory).
+    Where the toy simplifies: one buffer per call, sums only, no staging copy for unregistered eager
+    inputs (vLLM copies those into its own registered buffer first).
+    """
+
+    def __init__(self, world: World) -> None:
+        if not isinstance(world, World):
+            raise InvalidArgumentError(f"a custom all-reduce spans the ranks of a World, got {world!r}.")
+        if world.custom is not None:
+            raise InvalidArgumentError("this world already has a custom all-reduce: use world.custom.")
+        self.world = world
+        self.registered: list[dict[int, list[RankBuffer]]] = [{} for _ in world.ranks]
+        self.graph_unreg: list[list[RankBuffer]] = [[] for _ in world.ranks]  # captured, not yet exchanged
+        self.slots: list[list[list[RankBuffer] | None]] = [[] for _ in world.ranks]
+        world.custom = self
+
+    def register_buffer(self, bufs: Sequence[RankBuffer]) -> None:
+        """Exchange one buffer per rank, in rank order (eager use): afterwards each rank can all-reduce its own."""
+        if len(bufs) != len(self.world.ranks) or any(not isinstance(b, RankBuffer) for b in bufs):
+            raise InvalidArgumentError(f"register_buffer takes one buffer per rank, {len(self.world.ranks)} in all.")
+        for r, b in zip(self.world.ranks, bufs):
+            r._own(b, "register_buffer")
+            if r.capturing is not None:
+                raise GraphStateError(f"rank {r.index} is capturing {r.capturing.name!r}: exchanging addresses is "
+                                      "host work a capture cannot hold; register before or after it.")
+        for r, b in zip(self.world.ranks, bufs):
+            self.registered[r.index][id(b)] = list(bufs)
+
+    def all_reduce(self, rank: "Rank | int", buf: RankBuffer) -> None:
+        """Queue rank's custom all-reduce (sum) of buf; every rank must reach its own, in the same order."""
+        r = self.world[rank] if isinstance(rank, int) and not isinstance(rank, bool) else rank
+        if not isinstance(r, Rank) or r.world is not self.world:
+            raise InvalidArgumentError(f"all_reduce takes one of this world's ranks (or its index), got {rank!r}.")
+        r._own(buf, "custom all_reduce")
+        if r.capturing is not None:
+            slot = len(self.graph_unreg[r.index]) + len(self.slots[r.index])
+            self.graph_unreg[r.index].append(buf)
+            r._collective(Collective("custom_all_reduce", buf, len(buf), slot=slot))
+            return
+        if id(buf) not in self.registered[r.index]:
+            raise UnregisteredBufferError(
+                f"rank {r.index}'s eager custom all-reduce of a buffer never registered: its peers do not know its "
+                "address (vLLM: \"buffer address ... is not registered!\"). Register it with register_buffer() on "
+                "every rank first, or copy the input into a registered buffer, as vLLM's all_reduce_unreg does.")
+        r._collective(Collective("custom_all_reduce", buf, len(buf)))
+
+    def register_graph_buffers(self) -> int:
+        """After capture, on every rank at once: exchange the captured buffers' addresses and fill the slots.
+
+        Returns how many addresses each rank registered. vLLM does not deduplicate them: a rank may get
+        the same address twice where another rank does not.
+        """
+        busy = [r.index for r in self.world.ranks if r.capturing is not None]
+        if busy:
+            raise GraphStateError(f"rank {busy[0]} is still capturing: register the graph buffers after the capture "
+                                  "(vLLM's CustomAllreduce.capture() does it when its block ends).")
+        counts = [len(u) for u in self.graph_unreg]
+        if len(set(counts)) > 1:
+            raise InvalidArgumentError(
+                f"the ranks captured different numbers of custom all-reduces ({counts}): the i-th address of one "
+                "rank pairs with the i-th of every other, so every rank must capture the same calls in the same order.")
+        for i in range(counts[0]):
+            peers = [self.graph_unreg[r][i] for r in range(len(self.world.ranks))]
+            for r in range(len(self.world.ranks)):
+                self.slots[r].append(peers)
+        for u in self.graph_unreg:
+            u.clear()
+        return counts[0]
+
+    def _peers(self, rank: "Rank", c: Collective) -> list[RankBuffer]:
+        if c.slot is None:
+            return self.registered[rank.index][id(c.buffer)]
+        if c.slot < len(self.slots[rank.index]):
+            peers = self.slots[rank.index][c.slot]
+            if peers is not None:
+                return peers
+        raise UnregisteredBufferError(
+            f"rank {rank.index}'s custom all-reduce in graph {c.graph!r} reads its peers' addresses from slot {c.slot}, "
+            "which register_graph_buffers() has not filled: on GPUs the kernel follows unset pointers (an illegal "
+            "address, or garbage). Call register_graph_buffers() on every rank after the capture and before the "
+            "first replay, as vLLM's CustomAllreduce.capture() does on exit.")
+
+    def __repr__(self) -> str:
+        pending = len(self.graph_unreg[0])
+        return (f"CustomAllReduce({len(self.world.ranks)} ranks, {len(self.slots[0])} graph addresses registered, "
+                f"{pending} captured and not yet registered)")
+

@@ -72,6 +72,7 @@ EXERCISE_AFTER = {
     "ex16_fork_join": "10",
     "ex17_graph_forensics": "11",
     "ex18_which_graph_runs": "09",
+    "ex19_ranks_agree": "10",
 }
 # What moves out of the room (to before the workshop, or to homework) while the plan is over
 # budget, in this order. Once it fits, what moved out is offered back, last moved first, and
@@ -84,6 +85,7 @@ MOVE_OUT = [
     ("lesson", "13", "after the workshop: self-study for those who tune a decode step after the graph (floors, "
                      "one replay kernel by kernel, fused Triton kernels, PDL)"),
     ("exercise", "ex18_which_graph_runs", "after the workshop, with lesson 09"),
+    ("exercise", "ex19_ranks_agree", "after the workshop, with lesson 10"),
     ("lesson", "12", "after the workshop: self-study for those who work below PyTorch (cuda.core, updating a "
                      "graph in place, a real WHILE node)"),
     ("exercise", "ex17_graph_forensics", "after the workshop, with lesson 11"),
@@ -365,9 +367,9 @@ def _try_09(item: str) -> str | None:
 
 
 def _try_10(item: str) -> str | None:
-    from graphcourse.lessons.beyond import try_answer
+    from graphcourse.lessons import beyond, ranks
 
-    return try_answer(item)
+    return beyond.try_answer(item) or ranks.try_answer(item)
 
 
 def _try_11(item: str) -> str | None:
