@@ -217,4 +217,4 @@ grade-me: $(LAB_STAMP)
 
 # Grade a class, each learner confined (bubblewrap; see docs/grading.md): sudo make grade CLASS=path/to/class
 grade: setup
-	$(PY) -m graphcourse.grading $(CLASS) --report grades.json --csv grades.csv --feedback feedback/ --junit grades.xml
+	$(PY) -m graphcourse.grading $(CLASS) --report grades.json --csv grades.csv --feedback feedback/ --junit grades.xml $(if $(filter 1 yes true,$(UNCONFINED)),--allow-unconfined)

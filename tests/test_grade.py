@@ -466,14 +466,19 @@ def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(course_p
     assert "cell 1: its source is int, not text" in json.dumps(rec)
 
 
-def test_without_confinement_the_grader_says_so_loudly(course_process, tmp_path):
+def test_without_confinement_the_grader_refuses_unless_allowed_then_says_so_loudly(course_process, tmp_path):
     solutions = tmp_path / "solutions"
     _write(solutions / NAME, solutions_notebook())
     _write(tmp_path / "class" / "ann" / NAME, learner_copy())
     report = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(tmp_path / "class"), "--solutions",
-                           str(solutions), "--report", str(report), "--quiet"], capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, GRAPHCOURSE_GRADE_UNCONFINED="1"))
+    cmd = [sys.executable, "-m", "graphcourse.grading", str(tmp_path / "class"), "--solutions", str(solutions),
+           "--report", str(report), "--quiet"]
+    unconfined = dict(os.environ, GRAPHCOURSE_GRADE_UNCONFINED="1")
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=unconfined)
+    assert refused.returncode == 1 and not report.exists(), refused.stderr[-2000:]
+    assert "cannot be confined" in refused.stderr and "--allow-unconfined" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    proc = subprocess.run(cmd + ["--allow-unconfined"], capture_output=True, text=True, timeout=600, env=unconfined)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(report.read_text())
     assert data["run"]["confined"] is False and data["run"]["confinement"].startswith("NOT CONFINED")

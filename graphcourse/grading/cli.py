@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="you are grading your own notebooks (make grade-me): where confinement is not available (no "
                         "root or bubblewrap, as on a laptop) say so in one line instead of warning; the code still "
                         "runs unconfined, so never use it for other people's notebooks")
+    p.add_argument("--allow-unconfined", action="store_true",
+                   help="grade even where learners' kernels cannot be confined (no root or bubblewrap): their code "
+                        "then runs with your rights, so only for notebooks you trust (default: refuse)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (the table and warnings still print)")
     return p
 
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         options = Options(timeout_floor=args.timeout_per_cell, budget=args.budget_per_learner, jobs=args.jobs,
                           memory_mb=args.memory_mb, gpu_memory_mb=args.gpu_memory_mb, allow_reviewed=set(args.allow_reviewed), progress=not args.quiet,
                           seed=args.seed, only=set(args.only) or None, roster=roster,
-                          regrade_all=args.regrade_all)
+                          regrade_all=args.regrade_all, allow_unconfined=args.allow_unconfined or args.own_work)
         grader = Grader(args.paths, args.solutions, options,
                         Outputs(args.report, args.csv, args.feedback, args.gradescope, args.junit))
     except (GraphCourseError, OSError) as exc:

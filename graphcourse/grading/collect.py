@@ -331,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-per-cell", type=float, default=None, metavar="S",
                         help="passed on to the grader")
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="passed on to the grader")
+    parser.add_argument("--allow-unconfined", action="store_true", help="passed on to the grader (trusted work only)")
     parser.add_argument("--quiet", action="store_true", help="passed on to the grader")
     args = parser.parse_args(argv)
     out = args.out or Path("grading-out") / _dt.datetime.now().strftime("class-%Y%m%d-%H%M%S")
@@ -365,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
         cmd += ["--jobs", str(args.jobs)]
     if args.quiet:
         cmd.append("--quiet")
+    if args.allow_unconfined:
+        cmd.append("--allow-unconfined")
     print("grading:", " ".join(cmd[1:]), flush=True)
     return subprocess.call(cmd, cwd=ROOT)
 

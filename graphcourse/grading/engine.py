@@ -96,7 +96,7 @@ class Options:
     roster: list[str] | None = None  # every learner expected: one not found is reported 'not handed in'
     regrade_all: bool = False  # False: keep learners an earlier report graded with the same notebooks and solutions
     allow_reviewed: set[str] = field(default_factory=set)  # learner, learner:exercise, or "*"
-    allow_unconfined: bool = True
+    allow_unconfined: bool = False  # grade even where learners' kernels cannot be confined (own or trusted work)
     cuda: bool | None = None  # None: detect
     progress: bool = True
     seed: int | None = None
@@ -169,6 +169,12 @@ class Grader:
                 a.exercises = [ex for ex in a.exercises if ex.id in options.only]
             self.assignments = [a for a in self.assignments if a.exercises]
         self.confinement: Confinement = detect()
+        if not self.confinement.confined and not options.allow_unconfined:
+            raise GraphCourseError(
+                "learners' code cannot be confined on this machine (" + "; ".join(self.confinement.reasons) + "), and "
+                "grading runs every learner's code with your rights. Grade as root with bubblewrap installed (Debian: "
+                "apt install bubblewrap; docs/grading.md), or, only for notebooks you trust, pass --allow-unconfined "
+                "(make grade-class UNCONFINED=1); for your own notebooks use --own-work (make grade-me).")
         self.available = available_needs(options.cuda)
         self.seed = options.seed if options.seed is not None else assignment_seed(solutions_dir)
         self.solutions_digest = solutions_sha256(solutions_dir)

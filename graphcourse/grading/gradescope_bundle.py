@@ -298,6 +298,8 @@ def grade_submission(root: Path, python: str = sys.executable, allow_unconfined:
         report, out = work / "report.json", work / "gradescope"
         cmd = [python, "-m", "graphcourse.grading", *map(str, staged), "--report", str(report), "--gradescope", str(out),
                "--solutions", str(source / "solutions"), "--jobs", "1", "--quiet"]
+        if allow_unconfined:
+            cmd.append("--allow-unconfined")  # checked above: only a bundle built with it gets here unconfined
         print("run_autograder:", " ".join(cmd), flush=True)
         done = subprocess.run(cmd, cwd=source, env=dict(os.environ, PYTHONPATH=str(source)), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace")
