@@ -53,8 +53,12 @@ What else it shows:
   parallel graph launches on different streams, nor (2) an outstanding graph launch followed by a
   non-captured launch, whatever the stream dependencies. ``World(graph_mixing_support=False)``
   models case (2): an eager collective issued while a graph launch holding a collective is still
-  outstanding on that rank raises :class:`GraphMixingError`; synchronize first. Why anyone turns it
-  off: NCCL's docs give hangs observed with it on when ranks launch graphs from the same thread
+  outstanding on that rank raises :class:`GraphMixingError`; synchronize first. (The toy's trigger is
+  narrower than NCCL's condition: it looks only for a collective of the replay still queued, where
+  NCCL's outstanding launch is the whole graph until it completes; and real NCCL raises nothing, it
+  just stops promising a right answer.) Why anyone turns it
+  off: NCCL's docs report CUDA deadlocks with it on "when the graphs of multiple communicators are
+  cudaGraphLaunch()'d from the same thread"
   (vllm-project/vllm#2770, a tensor-parallel all-reduce timing out, quotes that caveat).
 * **Teardown order.** Every graph that captured a collective holds the communicator. Destroying it
   while such a graph is alive waits for the graph to go (pytorch/pytorch#115388:

@@ -47,7 +47,8 @@ def run_plan(plan: object, batch_sizes: Sequence[int], capture_sizes: Sequence[i
     start-up. ``plan`` is what each rank runs this step: a list with one entry per rank, a capture
     size (the rank copies its batch, padded, into that graph's buffer and replays it) or
     ``"eager"`` (the rank runs the layer and the all-reduce eagerly, its rows padded to the
-    largest batch, as vLLM pads data-parallel ranks to one token count), or ``None`` (that rank
+    largest batch because the toy's all-reduce needs equal sizes; vLLM pads only while a graph mode
+    is on, and eager ranks run their own counts), or ``None`` (that rank
     sits the step out); a plan that is ``None`` itself means no rank runs. Rank i's requests are rows of i + 1. Returns ``{"rows": [...]}`` per rank, or
     ``{"hang": message}`` when the ranks' collectives do not meet (the toy's watchdog), or
     ``{"error": message}`` for a plan that no rank could run.
@@ -108,13 +109,13 @@ def try_answer(item: str) -> str | None:
     batches, sizes = [0, 3, 9], [1, 2, 4, 8, 16]
     size = shared_bucket(batches, sizes)
     ok = run_plan([size] * 3, batches, sizes)
-    own = run_plan([4, 4, 16], batches, sizes)
+    own = run_plan([1, 4, 16], batches, sizes)
     out = run_plan([None, 4, 16], batches, sizes)
     firsts = [r[0] for r in ok["rows"]]
     eager = run_plan(["eager"] * 3, batches, sizes)
     return (f"Every rank replaying the graph of {size} (the bucket of the largest batch, 9; rank 0 replays "
             f"padding) finishes, and every rank gets back the same rows, the first {firsts[0]:g} = 2·2 + 2·3 "
-            f"(rank 0 adds zeros). Buckets of each rank's own batch ([4, 4, 16]) hang: "
+            f"(rank 0 adds zeros). Buckets of each rank's own batch ([1, 4, 16]) hang: "
             f"{own['hang'].split(': ')[0]}. Rank 0 sitting out ([None, 4, 16]) hangs too: "
             f"{out['hang'].split('; ')[0]}, and {out['hang'].split('): ')[1].split('. ')[0]}. Every rank eager "
             f"{'finishes as well' if 'rows' in eager else 'hangs'}, but without the graph. ex19 asks for the "

@@ -1,5 +1,5 @@
 # misconception: every step replays, so ranks with no requests at all replay the smallest graph
-# source: lesson 10 part 6 and the exercise's text (when no rank has work there is no step; vLLM's idle engines skip the loop)
+# source: the exercise's rule (given the agreed sizes, when no rank has work there is no step); lesson 10 part 6
 # targets: idle_ranks
 def plan_step(batch_sizes, capture_sizes):
     largest = max(batch_sizes)
