@@ -535,8 +535,8 @@ def _mismatch(calls: list[Collective]) -> str | None:
         return ("graphed on some ranks, eager on others: whether a collective is graph-captured must be the same "
                 "on every rank (NCCL's CUDA-graph guide)")
     if differ("size"):
-        return ("sizes differ: pad every rank to the same capture size, so that every rank captures the same "
-                "collectives at the same sizes")
+        return ("sizes differ: pad every rank to the same capture size, so that every rank replays (and "
+                "captured) collectives of the same size")
     if differ("root"):
         return "broadcast roots differ: every rank must name the same root"
     return None
