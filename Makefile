@@ -216,5 +216,7 @@ grade-me: $(LAB_STAMP)
 	$(PY) -m graphcourse.grading $(MY_WORK)/ --own-work --report $(MY_GRADES) $(GRADE_ARGS)
 
 # Grade a class, each learner confined (bubblewrap; see docs/grading.md): sudo make grade CLASS=path/to/class
+# On many machines: DASK=tcp://HOST:8786 (a Dask scheduler whose workers grade; docs/grading.md, "On many machines").
+DASK ?=
 grade: setup
-	$(PY) -m graphcourse.grading $(CLASS) --report grades.json --csv grades.csv --feedback feedback/ --junit grades.xml $(if $(filter 1 yes true,$(UNCONFINED)),--allow-unconfined)
+	$(PY) -m graphcourse.grading $(CLASS) --report grades.json --csv grades.csv --feedback feedback/ --junit grades.xml $(if $(filter 1 yes true,$(UNCONFINED)),--allow-unconfined) $(if $(DASK),--dask $(DASK))

@@ -185,8 +185,9 @@ def _fresh(venv, name):
     return os.path.exists(stamp) and all(os.path.getmtime(stamp) >= os.path.getmtime(s) for s in sources)
 
 
-# The extras `make test` installs: the test tools, and what the class-server, site and browser-build tests need.
-TEST_EXTRAS = ("dev", "hub", "site", "lite")
+# The extras `make test` installs: the test tools, and what the class-server, site, browser-build and
+# many-machine grading tests need.
+TEST_EXTRAS = ("dev", "hub", "site", "lite", "cluster")
 
 
 def setup(venv, torch_spec=None, wheels=None, dev=True):

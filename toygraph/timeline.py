@@ -145,27 +145,41 @@ class Clock(Guarded):
         self.timeline = Timeline()
         self.step = 0
 
-    def _gpu(self, ready_us: float, kernel_us: float, label: str) -> None:
-        start = max(ready_us, self.gpu_free_us)
-        self.gpu_free_us = start + kernel_us
-        self.timeline.events.append(Event("gpu", start, self.gpu_free_us, label, "kernel", self.step))
-
+    # The clock's state and timeline are guarded (only toygraph writes them), and each guarded write costs a look at
+    # the caller's frames: launch_all and replay work on local copies and write the clock once per call, with the
+    # same arithmetic in the same order as one kernel at a time (a 600-kernel step is simulated ~3x faster).
     def launch(self, label: str, kernel_us: float | None = None) -> None:
         """One eager kernel: the CPU pays a launch, then the GPU runs it when free."""
-        start = self.cpu_us
-        self.cpu_us += self.cost.launch_us
-        self.timeline.events.append(Event("cpu", start, self.cpu_us, f"launch {label}", "launch", self.step))
-        self._gpu(self.cpu_us, self.cost.kernel_us if kernel_us is None else kernel_us, label)
+        self.launch_all([(label, self.cost.kernel_us if kernel_us is None else kernel_us)])
+
+    def launch_all(self, kernels: Sequence[tuple[str, float]]) -> None:
+        """Eager kernels one after another, each as launch() would run it: (label, GPU µs) each."""
+        cpu, gpu_free, launch_us, step = self.cpu_us, self.gpu_free_us, self.cost.launch_us, self.step
+        events = []
+        for label, us in kernels:
+            start = cpu
+            cpu += launch_us
+            events.append(Event("cpu", start, cpu, f"launch {label}", "launch", step))
+            start = max(cpu, gpu_free)
+            gpu_free = start + us
+            events.append(Event("gpu", start, gpu_free, label, "kernel", step))
+        self.cpu_us, self.gpu_free_us = cpu, gpu_free
+        self.timeline.events.extend(events)
 
     def replay(self, label: str, kernel_us: Sequence[float], n_nodes: int | None = None) -> None:
         """One graph launch: the CPU pays once (plus a little per node), the GPU runs the kernels back to back."""
         start = self.cpu_us
         nodes = len(kernel_us) if n_nodes is None else n_nodes
-        self.cpu_us += self.cost.graph_launch_us + self.cost.graph_node_us * nodes
-        self.timeline.events.append(Event("cpu", start, self.cpu_us, f"replay {label}", "graph_launch", self.step))
+        cpu = self.cpu_us = self.cpu_us + (self.cost.graph_launch_us + self.cost.graph_node_us * nodes)
+        events = [Event("cpu", start, cpu, f"replay {label}", "graph_launch", self.step)]
+        gpu_free, gap, step = self.gpu_free_us, self.cost.node_gap_us, self.step
         for i, us in enumerate(kernel_us):
-            ready = self.cpu_us if i == 0 else max(self.cpu_us, self.gpu_free_us + self.cost.node_gap_us)
-            self._gpu(ready, us, f"{label}[{i}]")
+            ready = cpu if i == 0 else max(cpu, gpu_free + gap)
+            begin = max(ready, gpu_free)
+            gpu_free = begin + us
+            events.append(Event("gpu", begin, gpu_free, f"{label}[{i}]", "kernel", step))
+        self.gpu_free_us = gpu_free
+        self.timeline.events.extend(events)
 
     def host(self, us: float, label: str = "host work") -> None:
         """CPU work that launches nothing (Python, sampling, scheduling)."""
@@ -215,8 +229,7 @@ def simulate(kernels: int | Sequence[float], *, mode: str = "eager", steps: int 
         if host_us_per_step:
             clock.host(host_us_per_step, "python")
         if mode == "eager":
-            for i, us in enumerate(times):
-                clock.launch(f"k{i}", us)
+            clock.launch_all([(f"k{i}", us) for i, us in enumerate(times)])
         else:
             clock.replay("step", times)
         if sync_every_step:

@@ -32,8 +32,6 @@ import re
 import sys
 from pathlib import Path
 
-import nbformat
-
 from ..core.exercise_format import solution_paths
 from ..core.paths import EXERCISES_DIR, SOLUTIONS_DIR
 
@@ -75,6 +73,7 @@ def _course_notebooks(folder: Path) -> list[Path]:
 
 def pristine_checks(folder: Path = EXERCISES_DIR) -> dict[str, dict]:
     """check id -> check, from the course's own exercises/ (what the learner's copy started as)."""
+    import nbformat  # here, not at the top: a grading kernel imports this module, and nbformat costs ~0.8 s
     out = {}
     for path in _course_notebooks(folder):
         for c in check_cells(nbformat.read(path, as_version=4)):
@@ -85,6 +84,7 @@ def pristine_checks(folder: Path = EXERCISES_DIR) -> dict[str, dict]:
 def answer_names(folder: Path = EXERCISES_DIR) -> dict[str, list[str]]:
     """exercise id -> the names its answer cell defines (top-level def, class, assignment), from the course's own
     exercises/: what a learner writes, named in "not answered yet" / "run your answer cell first"."""
+    import nbformat  # here, not at the top: a grading kernel imports this module, and nbformat costs ~0.8 s
     out: dict[str, list[str]] = {}
     for path in _course_notebooks(folder):
         for cell in nbformat.read(path, as_version=4).cells:
@@ -252,6 +252,7 @@ def notebook_exercises(ns: dict, folder: Path = EXERCISES_DIR) -> tuple[set[str]
 
     First the notebook Jupyter names for this kernel (``__session__`` / ``JPY_SESSION_NAME``, the builder
     stamped its exercises into its metadata), else the course notebooks whose check cells ran in this kernel."""
+    import nbformat  # here, not at the top: a grading kernel imports this module, and nbformat costs ~0.8 s
     import os
 
     for name in (ns.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
@@ -384,6 +385,7 @@ def _print_exercise(ex: str, ran: list, answer: list[str]) -> None:
 
 def record(solutions_dir: Path = SOLUTIONS_DIR, out_dir: Path = EXERCISES_DIR) -> Path:
     """Run the model answers on the visible checks (in this process) and write the hashes of what they observe."""
+    import nbformat  # here, not at the top: a grading kernel imports this module, and nbformat costs ~0.8 s
     data = {"salt": SALT, "note": "Written by `python -m graphcourse.authoring.selfcheck --record`: salted hashes of the "
                                   "model answer's observations on the visible checks. Do not edit.", "checks": {}}
     from ..core.exercise_format import layout_of
@@ -539,6 +541,7 @@ def _readable(item, label: str, check: dict | None) -> None:
 
 def pytest_collection_modifyitems(session, config, items) -> None:
     """Name nbval's cell items by exercise and check, and run the course's own check cells with a verdict."""
+    import nbformat  # here, not at the top: a grading kernel imports this module, and nbformat costs ~0.8 s
     checks = pristine_checks()
     by_cell_id = {c["cell_id"]: c for c in checks.values() if c.get("cell_id")}
     for item in items:

@@ -2,7 +2,7 @@
 
     python -m graphcourse.grading PATH... --report grades.json [--csv grades.csv] [--feedback DIR]
         [--gradescope DIR] [--junit grades.xml] [--jobs N] [--timeout-per-cell S] [--budget-per-learner S]
-        [--allow-reviewed LEARNER[:EXERCISE]] [--solutions DIR] [--quiet]
+        [--allow-reviewed LEARNER[:EXERCISE]] [--solutions DIR] [--dask SCHEDULER] [--quiet]
 
 PATH is one learner's notebook, one learner's folder, or a class folder with one folder per learner (notebooks may
 sit one level deeper, e.g. alice/hw/06_exercises.ipynb). Exit status 0 whenever grading ran, whatever the marks;
@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-unconfined", action="store_true",
                    help="grade even where learners' kernels cannot be confined (no root or bubblewrap): their code "
                         "then runs with your rights, so only for notebooks you trust (default: refuse)")
+    p.add_argument("--dask", metavar="SCHEDULER",
+                   help="grade on a Dask cluster (e.g. tcp://10.0.0.1:8786): its workers grade, each learner confined "
+                        "there; this machine writes every output (needs the course's 'cluster' extra; docs/grading.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (the table and warnings still print)")
     return p
 
@@ -91,13 +94,16 @@ def main(argv: list[str] | None = None) -> int:
         options = Options(timeout_floor=args.timeout_per_cell, budget=args.budget_per_learner, jobs=args.jobs,
                           memory_mb=args.memory_mb, gpu_memory_mb=args.gpu_memory_mb, allow_reviewed=set(args.allow_reviewed), progress=not args.quiet,
                           seed=args.seed, only=set(args.only) or None, roster=roster,
-                          regrade_all=args.regrade_all, allow_unconfined=args.allow_unconfined or args.own_work)
+                          regrade_all=args.regrade_all, allow_unconfined=args.allow_unconfined or args.own_work,
+                          dask=args.dask)
         grader = Grader(args.paths, args.solutions, options,
                         Outputs(args.report, args.csv, args.feedback, args.gradescope, args.junit))
     except (GraphCourseError, OSError) as exc:
         print(f"grade: {reports.terminal(exc)}", file=sys.stderr)
         return 1
-    if not grader.confinement.confined and args.own_work:
+    if args.dask:
+        pass  # the workers confine (or refuse); the report says how each did
+    elif not grader.confinement.confined and args.own_work:
         print("grade: grading your own notebooks as you (not confined: no root or bubblewrap needed); a class is "
               "graded confined (docs/grading.md)", file=sys.stderr)
     elif not grader.confinement.confined:
@@ -128,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
             if line:
                 print(line)
     print(f"\n{len(report['learners'])} learner(s) graded in {time.perf_counter() - start:.1f} s "
-          f"({'confined' if grader.confinement.confined else 'NOT confined'}); report in {args.report}"
+          f"({'confined' if report['run'].get('confined') else 'NOT confined'}"
+          + (f", on {len(report['run'].get('cluster', {}).get('workers', []))} Dask worker(s)" if args.dask else "")
+          + f"); report in {args.report}"
           + "".join(f", {what} in {p}" for what, p in (("CSV", args.csv), ("feedback", args.feedback),
                                                         ("Gradescope", args.gradescope), ("JUnit", args.junit)) if p))
     for s in report.get("skipped", []):

@@ -34,6 +34,7 @@ from .scan import scan
 from .verdict import exercise_mark
 
 FORMAT = "graphcourse-grades/2"
+STOPPED = "stopped before the end: learners marked 'not graded yet' were not graded"
 
 
 def assignment_seed(solutions_dir: Path) -> int:
@@ -101,6 +102,9 @@ class Options:
     progress: bool = True
     seed: int | None = None
     only: set[str] | None = None  # grade only these exercise ids
+    devices: int | None = None  # GPUs to grade with (None: those here); a Dask run gives its workers' fewest
+    dask: str | None = None  # a Dask scheduler's address: the workers grade, this machine runs no learner code
+    dask_timeout: float = 30.0  # seconds to wait for the scheduler to answer
 
 
 @dataclass
@@ -157,8 +161,10 @@ def _clean_stale(tmp: Path) -> None:
 
 class Grader:
     def __init__(self, paths: list[Path], solutions_dir: Path, options: Options, outputs: Outputs,
-                 course_root: Path = ROOT) -> None:
+                 course_root: Path = ROOT, learners: list[Learner] | None = None) -> None:
         self.paths, self.options, self.outputs, self.course_root = paths, options, outputs, course_root
+        self.solutions_dir = Path(solutions_dir)
+        self.given_learners = learners  # a Dask worker's share, found by the client (see .cluster)
         self.assignments: list[Assignment] = load_assignments(solutions_dir)
         if options.only:
             known = {ex.id for a in self.assignments for ex in a.exercises}
@@ -169,13 +175,13 @@ class Grader:
                 a.exercises = [ex for ex in a.exercises if ex.id in options.only]
             self.assignments = [a for a in self.assignments if a.exercises]
         self.confinement: Confinement = detect()
-        if not self.confinement.confined and not options.allow_unconfined:
+        if not self.confinement.confined and not options.allow_unconfined and not options.dask:  # (workers check)
             raise GraphCourseError(
                 "learners' code cannot be confined on this machine (" + "; ".join(self.confinement.reasons) + "), and "
                 "grading runs every learner's code with your rights. Grade as root with bubblewrap installed (Debian: "
                 "apt install bubblewrap; docs/grading.md), or, only for notebooks you trust, pass --allow-unconfined "
                 "(make grade-class UNCONFINED=1); for your own notebooks use --own-work (make grade-me).")
-        self.available = available_needs(options.cuda)
+        self.available = available_needs(options.cuda, options.devices)
         self.seed = options.seed if options.seed is not None else assignment_seed(solutions_dir)
         self.solutions_digest = solutions_sha256(solutions_dir)
         self.warnings: list[str] = []
@@ -188,7 +194,9 @@ class Grader:
         self.started = time.time()
         self.hints = {ex.id: ex.hint for a in self.assignments for ex in a.exercises}
         self.exercise_by_id = {ex.id: ex for a in self.assignments for ex in a.exercises}
-        self.modules = list(dict.fromkeys(m for a in self.assignments for ex in a.exercises for m in ex.modules))
+        # what each notebook's kernels import before any answer runs: that notebook's own modules (a toy-only
+        # notebook's kernel does not pay for torch's import)
+        self.modules = {a.name: list(dict.fromkeys(m for ex in a.exercises for m in ex.modules)) for a in self.assignments}
         self.chosen: dict[tuple[str, str], LearnerNotebook] = {}  # (learner, assignment): the notebook read, once
         self.chosen_notes: dict[tuple[str, str], list[str]] = {}
 
@@ -252,6 +260,8 @@ class Grader:
         self.report["run"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.report["run"]["wall_s"] = round(time.time() - self.started, 1)
         self.report["warnings"] = list(dict.fromkeys(self.warnings))
+        for rec in self.report["learners"].values():  # one order, however each record was made (see in_order)
+            self.in_order(rec)
         out = self.outputs
         written = reports.write_atomic(out.report, reports.to_json(self.report))
         if written != out.report:
@@ -286,7 +296,7 @@ class Grader:
         async def model_run(slot: int) -> list[tuple[str, ExerciseRun]]:
             out = []
             for a in self.assignments:  # each notebook in kernels of its own, as a learner's
-                session = Session(self.sandbox(slot), self.modules)
+                session = Session(self.sandbox(slot), self.modules[a.name])
                 try:
                     for ex in a.exercises:
                         checks = [c for c in ex.checks if all(n in self.available for n in c.needs)]
@@ -368,8 +378,10 @@ class Grader:
         broken: dict[str, list[str]] = {}
         for f in learner.files:
             try:
+                if f in learner.unreadable:  # read by the Dask client, which could not (see .cluster)
+                    raise InvalidNotebook(learner.unreadable[f])
                 nb = read_learner(f)
-            except InvalidNotebook as exc:
+            except (InvalidNotebook, OSError) as exc:  # OSError: gone or closed to the grader since it was found
                 target = next((a.name for a in self.assignments  # its name, or a copy's ('06_exercises (1)')
                                if a.name == f.name or _copy_name(f.name, a.name)), None)
                 if target is None and len(self.assignments) == 1 and len(learner.files) == 1:
@@ -405,7 +417,7 @@ class Grader:
                              f"modified), not {others}")
                 self.warnings.append(f"{learner.name}: {notes[-1][len('warning: '):]}")
             # each notebook in kernels of its own: nothing one notebook's answers leave behind reaches another's
-            session = Session(self.sandbox(slot), self.modules)
+            session = Session(self.sandbox(slot), self.modules[a.name])
             try:
                 for ex in a.exercises:
                     if nb is None:
@@ -491,6 +503,51 @@ class Grader:
         return {"allow_reviewed": sorted(o.allow_reviewed), "only": sorted(o.only or []), "floor": o.timeout_floor,
                 "factor": o.timeout_factor, "budget": o.budget, "memory_mb": o.memory_mb, "gpu_memory_mb": o.gpu_memory_mb}
 
+    def _progress(self, n: int):
+        from tqdm import tqdm
+
+        return tqdm(total=n, unit="learner", desc="grading", disable=not self.options.progress or None, file=sys.stderr)
+
+    def _write_known(self, absent: list[str], kept: set[str]) -> None:
+        """The report as it starts, with the learners already known: absent from the roster, kept from before."""
+        self._write()
+        for name in [*absent, *kept]:
+            self._write(name)
+
+    async def _run_on_cluster(self, learners: list[Learner], absent: list[str], kept: set[str]) -> dict:
+        """The Dask workers grade (see .cluster); this machine writes every output as learners come back."""
+        self.report["run"].update(confined=False, confinement="graded by the Dask workers (see run.cluster)")
+        bar = self._progress(len(learners))
+        try:
+            self._write_known(absent, kept)
+            if learners:
+                await self.cluster.grade(learners, bar)
+            self.report["run"]["status"] = "complete"
+        except asyncio.CancelledError:
+            self.report["run"]["status"] = STOPPED
+            raise
+        finally:
+            bar.close()
+            await self.cluster.close()
+            self._write()
+        return self.report
+
+    def in_order(self, rec: dict) -> dict:
+        """A record in the one order every output is written in: notebooks, exercises and checks as the solutions
+        list them. Records read back from JSON (an earlier report's, a Dask worker's) have sorted keys, and a fresh
+        record lists checks not graded here first: every report goes through this, so each output reads the same
+        however its learners were graded (here, kept from an earlier run, or on a Dask worker)."""
+        def ordered(d: dict, first: list[str]) -> dict:
+            return {k: d[k] for k in [*first, *sorted(set(d) - set(first))] if k in d}
+        if isinstance(rec.get("notebooks"), dict):
+            rec["notebooks"] = ordered(rec["notebooks"], [a.name for a in self.assignments])
+        if isinstance(rec.get("exercises"), dict):
+            rec["exercises"] = ordered(rec["exercises"], list(self.exercise_by_id))
+            for ex_id, mark in rec["exercises"].items():
+                if isinstance(mark, dict) and isinstance(mark.get("checks"), dict) and ex_id in self.exercise_by_id:
+                    mark["checks"] = ordered(mark["checks"], [c.id for c in self.exercise_by_id[ex_id].checks])
+        return rec
+
     def _earlier(self, learners: list[Learner]) -> set[str]:
         """Learners the report already on disk graded with the same notebooks, solutions and seed: their records
         are kept (a rerun after Ctrl-C, or after adding a learner, grades only what changed)."""
@@ -526,14 +583,20 @@ class Grader:
         return kept
 
     async def run(self) -> dict:
-        from tqdm import tqdm
-
-        learners, skipped = discover(self.paths, {a.name for a in self.assignments}, self._copy_of)
+        if self.given_learners is not None:
+            learners, skipped = list(self.given_learners), []
+        else:
+            learners, skipped = discover(self.paths, {a.name for a in self.assignments}, self._copy_of)
         if not learners:
             raise GraphCourseError(f"no learner notebooks (*.ipynb) under {', '.join(map(str, self.paths))}."
                                    + (f" Skipped: {'; '.join(f'{p}: {r}' for p, r in skipped[:5])}" if skipped else ""))
         jobs = max(1, self.options.jobs or os.cpu_count() or 1)
-        if not self.confinement.confined:
+        if self.options.dask:  # before the report is begun: what it can check is what the workers can
+            from .cluster import Cluster
+
+            self.cluster = await Cluster.connect(self)
+            jobs = self.cluster.jobs
+        if not self.confinement.confined and not self.options.dask:
             self.warnings.append("learners' code was NOT confined: " + "; ".join(self.confinement.reasons)
                                  + ". Grade untrusted notebooks only where bubblewrap runs as root (see docs/grading.md).")
         self.report = {"format": FORMAT, "run": {
@@ -549,6 +612,8 @@ class Grader:
         absent = self._roster(learners)
         kept = self._earlier(learners)
         learners = [l for l in learners if l.name not in kept]
+        if self.options.dask:
+            return await self._run_on_cluster(learners, absent, kept)
         tmp_root = Path(tempfile.gettempdir())
         if len(str(tmp_root)) > 50 and Path("/tmp").is_dir():  # a Unix socket's path must fit in 107 bytes
             tmp_root = Path("/tmp")
@@ -563,12 +628,9 @@ class Grader:
         self.slots = asyncio.Queue()
         for s in range(1, jobs + 1):
             self.slots.put_nowait(s)
-        bar = tqdm(total=len(learners), unit="learner", desc="grading", disable=not self.options.progress or None,
-                   file=sys.stderr)
+        bar = self._progress(len(learners))
         try:
-            self._write()
-            for name in [*absent, *kept]:
-                self._write(name)
+            self._write_known(absent, kept)
             if not learners:  # every learner kept from the earlier report: nothing to run
                 self.report["run"]["status"] = "complete"
                 return self.report
@@ -592,7 +654,7 @@ class Grader:
             await self._retry_timeouts(learners)
             self.report["run"]["status"] = "complete"
         except asyncio.CancelledError:
-            self.report["run"]["status"] = "stopped before the end: learners marked 'not graded yet' were not graded"
+            self.report["run"]["status"] = STOPPED
             raise
         finally:
             bar.close()

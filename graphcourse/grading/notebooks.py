@@ -231,6 +231,7 @@ class Learner:
     name: str
     files: list[Path]
     notes: list[str] = field(default_factory=list)
+    unreadable: dict[Path, str] = field(default_factory=dict)  # files another machine could not read, and why
 
 
 def _entries(folder: Path) -> list[os.DirEntry]:
