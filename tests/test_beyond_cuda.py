@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from graphcourse.core.child import run_snippet
-from graphcourse.gpulib import beyond
+from graphcourse.gpulib import beyond, fork_join
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -50,7 +50,7 @@ def test_a_fork_join_graph_replays_right_after_other_allocations_and_empty_cache
     torch.cuda.synchronize()
     assert torch.equal(kept["output"], expected)
     h = torch.tanh(x)
-    eager = beyond._branch(h, w1, 4) + beyond._branch(h, w2, 4)
+    eager = fork_join._branch(h, w1, 4) + fork_join._branch(h, w2, 4)
     assert torch.allclose(kept["output"], eager, atol=1e-5)
     assert other["matches_eager"]
 

@@ -8,6 +8,7 @@ the output and the exception line of each error, file paths shortened to file na
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,7 +17,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CAPTURE_ERROR_MARKERS", "ChildResult", "error_lines", "run_snippet"]
+__all__ = ["CAPTURE_ERROR_MARKERS", "ChildResult", "RESULT", "error_lines", "result_line", "run_snippet"]
 
 CAPTURE_ERROR_MARKERS = (
     "operation not permitted when stream is capturing",
@@ -128,3 +129,16 @@ def run_snippet(code: str, timeout_s: float = 120.0, env: dict[str, str] | None 
             return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
         return ChildResult(None, text(exc.stdout), text(exc.stderr), True, timeout_s)
     return ChildResult(done.returncode, done.stdout, done.stderr, False, timeout_s)
+
+
+RESULT = "RESULT "
+"""Prefix of the one JSON line a child snippet prints: what it found, for the parent to read."""
+
+
+def result_line(stdout: str) -> dict[str, Any] | None:
+    """The JSON a child printed after ``RESULT `` (its last such line), or None if it printed none."""
+    found = None
+    for line in stdout.splitlines():
+        if line.startswith(RESULT):
+            found = json.loads(line[len(RESULT):])
+    return found
