@@ -70,3 +70,21 @@ def test_timings_were_measured_for_every_lesson():
     assert "_measured" in timings, "run make instructor-timings"
     missing = [p.name for p in instructor.lessons() if p.name not in timings]
     assert not missing, f"not timed: {missing} (make instructor-timings)"
+
+
+def test_the_generated_kit_carries_no_note_meant_for_its_authors():
+    """Notes such as 'give it a place in classroom/workshop.toml' tell an author the plan's data lags the course;
+    the kit an instructor reads must hold none (add the lesson or exercise to classroom/workshop.toml instead)."""
+    kit = ROOT / "docs" / "instructor"
+    pages = sorted(kit.glob("*.md"))
+    assert pages, "the kit has no pages: run make instructor"
+    for page in pages:
+        text = page.read_text()
+        for note in instructor.AUTHOR_NOTES:
+            assert note not in text, f"{page.name} says {note!r}"
+    timings = instructor.load_timings()
+    les = [instructor.read_lesson(p, timings) for p in instructor.lessons()]
+    items, moved = instructor.plan_items(les, instructor.read_exercises())
+    assert not [i.note for i in items + moved if any(n in (i.note or "") for n in instructor.AUTHOR_NOTES)]
+    assert {ex.id for ex in instructor.read_exercises()} <= set(instructor.EXERCISE_AFTER), \
+        "an exercise without a place in classroom/workshop.toml's [exercise_after]"

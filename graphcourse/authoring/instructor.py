@@ -48,72 +48,29 @@ PER_TRY_ITEM = 3.0      # one "Things to try" item on the sliders
 PER_QUESTION = 1.0      # one check-yourself question, answered in pairs, then unfolded
 PER_SOLUTION_LINE = 1.0  # writing one line of an exercise's answer, thinking included
 PER_EXERCISE = 4.0      # run the checks, read a failing message, fix, once
-BUDGET = 180            # minutes in the workshop
-BREAK = 10
-INTRO, WRAP_UP = 5, 10
+WORKSHOP = ROOT / "classroom" / "workshop.toml"  # the plan's own choices, as data (instructor material)
 
-# Where each exercise is done: after which lesson (one not listed here goes after the last lesson, marked).
-EXERCISE_AFTER = {
-    "ex01_bucket_picker": "04",
-    "ex02_keep_outputs": "03",
-    "ex03_remove_the_sync": "05",
-    "ex04_capture_helper": "03",
-    "ex05_diagnose_profiles": "06",
-    "ex06_frozen_branch": "06",
-    "ex07_shared_pool": "04",
-    "ex08_padded_kv": "05",
-    "ex09_graphed_aliasing": "03",
-    "ex10_baked_values": "06",
-    "ex11_keep_compiled_outputs": "07",
-    "ex12_k_steps_with_eos": "08",
-    "ex13_capture_sizes": "09",
-    "ex14_dropout_per_replay": "10",
-    "ex15_side_stream_device": "10",
-    "ex16_fork_join": "10",
-    "ex17_graph_forensics": "11",
-    "ex18_which_graph_runs": "09",
-    "ex19_ranks_agree": "10",
-}
-# What moves out of the room (to before the workshop, or to homework) while the plan is over
-# budget, in this order. Once it fits, what moved out is offered back, last moved first, and
-# returns wherever it still fits. A lesson or exercise not listed here moves out after the list
-# (exercises first, then lessons, the last first), so that new material never breaks the budget.
-MOVE_OUT = [
-    ("lesson", "00", "before the workshop, with the set-up checklist"),
-    ("lesson", "09", "after the workshop: a follow-up session for those who serve models (capture sizes, "
-                     "capture cost, piecewise graphs)"),
-    ("lesson", "13", "after the workshop: self-study for those who tune a decode step after the graph (floors, "
-                     "one replay kernel by kernel, fused Triton kernels, PDL)"),
-    ("exercise", "ex18_which_graph_runs", "after the workshop, with lesson 09"),
-    ("exercise", "ex19_ranks_agree", "after the workshop, with lesson 10"),
-    ("lesson", "12", "after the workshop: self-study for those who work below PyTorch (cuda.core, updating a "
-                     "graph in place, a real WHILE node)"),
-    ("exercise", "ex17_graph_forensics", "after the workshop, with lesson 11"),
-    ("lesson", "11", "after the workshop: a follow-up session or self-study (finding why a graph goes "
-                     "wrong: bisecting a capture, layer by layer, compute-sanitizer)"),
-    ("exercise", "ex16_fork_join", "after the workshop, with lesson 10"),
-    ("exercise", "ex15_side_stream_device", "after the workshop, with lesson 10"),
-    ("exercise", "ex14_dropout_per_replay", "after the workshop, with lesson 10"),
-    ("lesson", "10", "after the workshop: a follow-up session or self-study (two streams, random numbers, "
-                     "training steps, two GPUs)"),
-    ("exercise", "ex13_capture_sizes", "after the workshop, with lesson 09"),
-    ("exercise", "ex12_k_steps_with_eos", "after the workshop, with lesson 08"),
-    ("exercise", "ex11_keep_compiled_outputs", "after the workshop, with lesson 07"),
-    ("lesson", "08", "after the workshop: a follow-up session or self-study (conditional nodes, CUDA 12.4+)"),
-    ("lesson", "07", "after the workshop: a follow-up session or self-study (torch.compile's reduce-overhead)"),
-    ("exercise", "ex10_baked_values", "homework"),
-    ("exercise", "ex09_graphed_aliasing", "homework"),
-    ("exercise", "ex08_padded_kv", "homework"),
-    ("exercise", "ex07_shared_pool", "homework"),
-    ("exercise", "ex06_frozen_branch", "homework"),
-    ("exercise", "ex05_diagnose_profiles", "homework"),
-    ("exercise", "ex03_remove_the_sync", "homework"),
-    ("lesson", "06", "homework: in the wrap-up, name its eight mistakes with the cheat sheet instead"),
-    ("exercise", "ex04_capture_helper", "homework (the longest answer: a class needs it most on a GPU)"),
-    ("exercise", "ex01_bucket_picker", "homework"),
-    ("lesson", "01", "before the workshop, as pre-reading (the toy model runs on any laptop); "
-                     "the welcome recaps its theatre picture"),
-]
+
+def _workshop() -> dict:
+    import tomllib
+
+    try:
+        with open(WORKSHOP, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SystemExit(f"{WORKSHOP.relative_to(ROOT)}: cannot read the workshop plan's data ({exc})") from None
+
+
+_PLAN = _workshop()
+BUDGET = int(_PLAN["budget_minutes"])  # minutes in the workshop
+BREAK = int(_PLAN["break_minutes"])
+INTRO, WRAP_UP = int(_PLAN["intro_minutes"]), int(_PLAN["wrap_up_minutes"])
+EXERCISE_AFTER: dict[str, str] = dict(_PLAN["exercise_after"])  # exercise id -> the lesson it follows
+MOVE_OUT: list[tuple[str, str, str]] = [(m["kind"], m["id"], m["where"]) for m in _PLAN["move_out"]]
+NO_PLACE_EXERCISE = "placed last: give it a place in classroom/workshop.toml's [exercise_after]"
+NO_PLACE_MOVE_OUT = "(not in classroom/workshop.toml's move_out: give it a place there)"
+AUTHOR_NOTES = (NO_PLACE_EXERCISE, NO_PLACE_MOVE_OUT, "NO ANSWER YET")
+"""What the kit says to its authors when the course outgrew the plan: a generated kit must carry none of them."""
 
 
 # --- reading the lessons ----------------------------------------------------------------
@@ -470,7 +427,7 @@ def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list
         items.append(Item("lesson", les.number, les.title, _m(les.minutes), link=f"../../notebooks/{les.path.name}"))
         block = [e for e in exs if after(e.id) == les.number]
         for e in block:
-            note = "" if e.id in EXERCISE_AFTER else "placed last: give it a place in EXERCISE_AFTER"
+            note = "" if e.id in EXERCISE_AFTER else NO_PLACE_EXERCISE
             items.append(Item("exercise", e.id, f"{e.id}: {e.title} ({e.points} points)", _m(e.minutes),
                               note=note, link=f"../../exercises/{e.notebook}"))
     items.append(Item("wrap", "wrap", "Wrap-up: the cheat sheet, submitting, questions", WRAP_UP,
@@ -481,9 +438,9 @@ def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list
         return sum(i.minutes for i in xs) + BREAK * (1 if sum(i.minutes for i in xs) > 90 else 0)
 
     listed = {(kind, key) for kind, key, _ in MOVE_OUT}
-    unlisted = [(i.kind, i.key, "homework (not in MOVE_OUT: give it a place there)") for i in reversed(items)
+    unlisted = [(i.kind, i.key, f"homework {NO_PLACE_MOVE_OUT}") for i in reversed(items)
                 if i.kind == "exercise" and (i.kind, i.key) not in listed]
-    unlisted += [(i.kind, i.key, "after the workshop (not in MOVE_OUT: give it a place there)")
+    unlisted += [(i.kind, i.key, f"after the workshop {NO_PLACE_MOVE_OUT}")
                  for i in reversed(items) if i.kind == "lesson" and (i.kind, i.key) not in listed]
     original = list(items)
     for kind, key, where in MOVE_OUT + unlisted:
@@ -503,7 +460,7 @@ def plan_items(les: list[Lesson], exs: list[Exercise]) -> tuple[list[Item], list
         if i.kind == "exercise" and after(i.key) in in_room and total(items + [i]) <= BUDGET:
             moved.remove(i)
             i.note = "" if i.kind != "exercise" or i.key in EXERCISE_AFTER else \
-                "placed last: give it a place in EXERCISE_AFTER"
+                NO_PLACE_EXERCISE
             items = [x for x in original if x in items or x is i]
     # one break, at the item boundary nearest half-time
     elapsed, best, at = 0, None, len(items)
