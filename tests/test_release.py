@@ -162,4 +162,33 @@ def test_every_link_in_the_releases_markdown_resolves_inside_it(release_built: P
                 dead.append(f"{md.relative_to(release_built)}: {target}")
     assert dead == []
     assert "[instructor kit](docs/instructor/README.md)" in (ROOT / "README.md").read_text(), "the authored README links it"
-    assert "The instructor kit has a" in (release_built / "README.md").read_text()
+
+
+def test_a_link_to_what_only_the_authored_course_has_keeps_its_text(tmp_path: Path) -> None:
+    (tmp_path / "docs" / "instructor").mkdir(parents=True)
+    (tmp_path / "docs" / "instructor" / "README.md").write_text("kit")
+    (tmp_path / "docs" / "grading.md").write_text("x")
+    (tmp_path / "page.md").write_text("See the [instructor kit](docs/instructor/README.md) and [grading](docs/grading.md).")
+    out = release.released_bytes(tmp_path, "page.md", {"page.md", "docs/grading.md"}).decode()
+    assert out == "See the instructor kit and [grading](docs/grading.md)."
+
+
+def test_the_releases_readme_describes_the_course_learners_have(release_built: Path) -> None:
+    authored = (ROOT / "README.md").read_text()
+    released = (release_built / "README.md").read_text()
+    for learners in ("## Quick start", "## Lessons", "## Your own copy of the exercises", "**Check your work**",
+                     "## What is where"):
+        assert learners in authored and learners in released, learners
+    for authors_only in ("Instructors grade a whole class", "## For instructors", "## Where things live",
+                         "## For maintainers", "<!-- authored only", "<!-- end authored only", "- `tests/`:"):
+        assert authors_only not in released, authors_only
+    assert "## For maintainers" in authored and "Instructors grade a whole class" in authored
+
+
+def test_every_authored_only_passage_is_closed() -> None:
+    """An unclosed marker would leave its passage (and the marker) in the release."""
+    for rel in release.course_files(ROOT):
+        if rel.endswith(".md"):
+            text = (ROOT / rel).read_text()
+            opened, closed = text.count("<!-- authored only:"), text.count("<!-- end authored only -->")
+            assert opened == closed == len(release.AUTHORED_ONLY.findall(text)), rel

@@ -68,9 +68,15 @@ def _sha(path: Path) -> str:
 _MD_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")
 
 
+AUTHORED_ONLY = re.compile(r"^<!-- authored only: .*?-->\n.*?^<!-- end authored only -->\n?", re.S | re.M)
+"""A Markdown passage between these two comment lines speaks of the authored course (grading a class, where the
+code lives, maintaining it): the release leaves it out, so a learner's README describes the course they have."""
+
+
 def released_bytes(root: Path, rel: str, files: set[str]) -> bytes:
-    """What the release holds for `rel`: the file itself; in Markdown, a link to a file only the authored course has
-    (the instructor kit, tests/) keeps its text and loses its target, so no learner meets a dead link."""
+    """What the release holds for `rel`: the file itself; in Markdown, passages marked authored only left out (see
+    AUTHORED_ONLY), and a link to a file only the authored course has (the instructor kit, tests/) keeps its text
+    and loses its target, so no learner meets a dead link."""
     data = (root / rel).read_bytes()
     if not rel.endswith(".md"):
         return data
@@ -84,7 +90,8 @@ def released_bytes(root: Path, rel: str, files: set[str]) -> bytes:
         exists_here = resolved in files or any(f.startswith(resolved.rstrip("/") + "/") for f in files)
         return m[0] if exists_here or not (root / resolved).exists() else m[1]
 
-    return _MD_LINK.sub(unlink, data.decode("utf-8")).encode("utf-8")
+    text = AUTHORED_ONLY.sub("", data.decode("utf-8"))
+    return _MD_LINK.sub(unlink, text).encode("utf-8")
 
 
 def course_files(root: Path = ROOT) -> list[str]:
