@@ -92,8 +92,8 @@ def worker_facts() -> dict:
     from .sandbox import detect
 
     conf = detect()
-    return {"host": socket.gethostname(), "devices": cuda_devices_here(), "code": course_code_sha256(),
-            "confined": conf.confined, "reasons": list(conf.reasons), "python": sys.version.split()[0]}
+    return {"devices": cuda_devices_here(), "code": course_code_sha256(), "confined": conf.confined,
+            "reasons": list(conf.reasons)}
 
 
 def _sweep_stale(tmp_root: Path) -> None:
@@ -238,8 +238,8 @@ def _grade_spec(spec: dict, out: Path) -> int:
 class Cluster:
     """The client's side: a connection to the scheduler, what its workers can grade with, and the shares sent."""
 
-    def __init__(self, grader, client, facts: dict[str, dict], threads: dict[str, int]) -> None:
-        self.grader, self.client, self.facts, self.threads = grader, client, facts, threads
+    def __init__(self, grader, client, facts: dict[str, dict], threads: dict[str, int], code: str) -> None:
+        self.grader, self.client, self.facts, self.threads, self.code = grader, client, facts, threads, code
         self.jobs = sum(threads.values())
         self.stop_event = f"graphcourse-stop-{uuid.uuid4().hex}"
         self.futures: dict = {}
@@ -292,7 +292,7 @@ class Cluster:
         if len({int(f["devices"]) for f in facts.values()}) > 1:
             grader.warnings.append(f"the grading machines differ in GPUs ({', '.join(sorted(str(f['devices']) for f in facts.values()))}): "
                                    f"every learner is graded as with {devices}, so checks needing more stay open")
-        return cls(grader, client, facts, threads)
+        return cls(grader, client, facts, threads, code)
 
     async def grade(self, learners: list[Learner], bar) -> None:
         """Grade `learners` on the workers; each learner's record goes into the report as its share comes back (a
@@ -302,7 +302,7 @@ class Cluster:
         from ..core.exercise_format import solution_paths
 
         grader = self.grader
-        spec = {"seed": grader.seed, "solutions_sha256": grader.solutions_digest, "code": course_code_sha256(),
+        spec = {"seed": grader.seed, "solutions_sha256": grader.solutions_digest, "code": self.code,
                 "stop_event": self.stop_event,
                 "options": {k: (sorted(v) if isinstance(v, set) else v)
                             for k in SPEC_OPTIONS for v in [getattr(grader.options, k)]}}

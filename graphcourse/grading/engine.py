@@ -260,8 +260,8 @@ class Grader:
         self.report["run"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.report["run"]["wall_s"] = round(time.time() - self.started, 1)
         self.report["warnings"] = list(dict.fromkeys(self.warnings))
-        for rec in self.report["learners"].values():  # one order, however each record was made (see in_order)
-            self.in_order(rec)
+        if learner is not None:  # every record is written here once it is placed: one order, however it was made
+            self.in_order(self.report["learners"][learner])
         out = self.outputs
         written = reports.write_atomic(out.report, reports.to_json(self.report))
         if written != out.report:
@@ -537,8 +537,9 @@ class Grader:
     def in_order(self, rec: dict) -> dict:
         """A record in the one order every output is written in: notebooks, exercises and checks as the solutions
         list them. Records read back from JSON (an earlier report's, a Dask worker's) have sorted keys, and a fresh
-        record lists checks not graded here first: every report goes through this, so each output reads the same
-        however its learners were graded (here, kept from an earlier run, or on a Dask worker)."""
+        record lists checks not graded here first: _write(learner) puts each record through this as it is placed, so
+        each output reads the same however its learners were graded (here, kept from an earlier run, or on a Dask
+        worker)."""
         def ordered(d: dict, first: list[str]) -> dict:
             return {k: d[k] for k in [*first, *sorted(set(d) - set(first))] if k in d}
         if isinstance(rec.get("notebooks"), dict):
