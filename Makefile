@@ -97,9 +97,12 @@ autograder: setup
 wheelhouse:
 	@$(PYTHON) bootstrap.py $(if $(TORCH),--torch "$(TORCH)") --wheelhouse $(or $(WHEELHOUSE),wheelhouse) wheelhouse
 
-# Slides from the lessons' cell metadata (reveal.js, nbconvert), into build/slides/.
-slides: setup
-	$(PY) -m graphcourse.authoring.slides --build build/slides
+# Present a lesson as slides: the course in JupyterLab, as `make lab`, opened on the lesson's RISE slideshow (its
+# own cells, live, offline). make slides LESSON=03_real_cuda_graphs; docs/instructor/README.md, "Slides".
+LESSON ?= 01_the_big_idea
+slides: $(LAB_STAMP)
+	@test -f notebooks/$(LESSON).ipynb || { echo "no lesson notebooks/$(LESSON).ipynb: LESSON is a name like 03_real_cuda_graphs"; exit 2; }
+	@$(BOOT) $(if $(PORT),--port $(PORT)) --no-setup lab -- --LabApp.default_url=/rise/notebooks/$(LESSON).ipynb $(LAB_ARGS)
 
 # The instructor kit in docs/instructor/, regenerated from the lessons.
 instructor: setup

@@ -232,9 +232,7 @@ def setup(venv, torch_spec=None, wheels=None, dev=True):
 
 
 def requirements():
-    """Every requirement the course installs: build system, dependencies and the dev extra (from pyproject.toml).
-
-    Not the instructors' `slides` extra: whoever builds the wheelhouse has network to install it."""
+    """Every requirement the course installs: build system, dependencies and the test extras (from pyproject.toml)."""
     import tomllib
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         project = tomllib.load(f)
@@ -309,8 +307,9 @@ def lab_command(python, port, extra=(), root=ROOT):
     """The JupyterLab command line: the course folder `root` served, lesson 00 opened first."""
     cmd = [python, "-m", "jupyterlab", "--ServerApp.root_dir=" + root, "--ip=127.0.0.1",
            "--port=%d" % port, "--ServerApp.port_retries=0",
-           "--LabApp.default_url=/lab/tree/" + FIRST_PAGE,
            "--LabApp.app_settings_dir=" + LAB_SETTINGS_DIR]
+    if not any(a.startswith("--LabApp.default_url=") for a in extra):  # make slides opens a slideshow instead
+        cmd.append("--LabApp.default_url=/lab/tree/" + FIRST_PAGE)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # containers and CI run as root; JupyterLab refuses without this
     return cmd + list(extra)
@@ -359,8 +358,10 @@ def lab(venv, port=None, extra=(), torch_spec=None, wheels=None, no_setup=False)
     env = lab_env(course)
     subprocess.call([python, "-m", "graphcourse.authoring.mycopy", "--quiet"], cwd=course, env=env)
     where = "" if course == ROOT else " (the course learners get, built from this repository into build/release)"
+    start = [a.split("=", 1)[1] for a in extra if a.startswith("--LabApp.default_url=")]  # make slides gives one
     say("Opening the course%s: JupyterLab on http://127.0.0.1:%d, starting at %s (Ctrl-C to stop).\n"
-        "  Your exercises copy is my-work/; the lessons are in notebooks/." % (where, port, FIRST_PAGE))
+        "  Your exercises copy is my-work/; the lessons are in notebooks/."
+        % (where, port, start[-1].lstrip("/") if start else FIRST_PAGE))
     cmd = lab_command(python, port, extra, root=course)
     if os.name == "posix":  # become JupyterLab: Ctrl-C and a kill reach it, nothing is left behind
         os.chdir(course)

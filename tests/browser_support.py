@@ -287,6 +287,10 @@ def lab_server(workdir: Path | None = None, layout: str = "copies") -> Iterator[
     )
     env.pop("JUPYTER_PATH", None)
     env.pop("JUPYTER_TOKEN", None)
+    if layout == "course":  # the course's Jupyter Server settings, as `make lab` has them (bootstrap.lab_env)
+        env["JUPYTER_CONFIG_PATH"] = str(REPO / "graphcourse" / "lab_settings")
+    else:
+        env.pop("JUPYTER_CONFIG_PATH", None)
 
     port, token = free_port(), secrets.token_hex(24)
     cmd = [

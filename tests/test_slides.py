@@ -1,7 +1,8 @@
-"""Slides are the lessons' own cells: the marking rule, its idempotence, the build, and the stored marks."""
+"""Slides are the lessons' own cells: the marking rule, its idempotence, the stored marks, and RISE's settings."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -58,26 +59,20 @@ def test_marking_lessons_is_idempotent_and_check_reports_stale(tmp_path):
     assert slides.update(copies, check=True) == [copies[0].name]
 
 
-def test_slides_build_for_every_lesson(course_process, tmp_path):
-    """nbconvert's reveal.js export of every lesson: one <section> per slide and sub-slide, skipped cells gone."""
-    paths = lessons()
-    written = slides.build(paths, tmp_path / "slides")
-    assert [p.name for p in written] == [f"{p.stem}.slides.html" for p in paths]
-    for path, html_path in zip(paths, written):
-        html = html_path.read_text()
-        nb = nbformat.read(path, as_version=4)
-        slides.mark(nb)
-        kinds = [c.metadata["slideshow"]["slide_type"] for c in nb.cells]
-        assert "reveal.js" in html and 'class="reveal"' in html
-        # nbconvert nests: <section> per slide holding a <section> per sub-slide
-        n_sections = len(re.findall(r"<section\b", html))
-        assert n_sections == 2 * kinds.count("slide") + kinds.count("subslide"), path.name
-        assert "Open in Colab" not in html and "[Contents]" not in html and "Contents</a>" not in html
-        title = next(c.source for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("# "))
-        words = re.sub(r"[`*#]", "", title.splitlines()[0]).split("·")[-1].strip().split(":")[0]
-        assert words.split()[0] in html
-
-
 def test_the_lessons_carry_their_slide_marks():
     """The stored lessons are marked by the rule: run python -m graphcourse.authoring.slides (make nav) after editing one."""
     assert slides.update(check=True) == [], "run python -m graphcourse.authoring.slides"
+
+
+def test_rise_presents_with_the_courses_settings():
+    """RISE reads the course's settings folder (it is a JupyterLab of its own), where slides scroll, code wraps, and
+    the theme loads no web fonts; tests/test_slides_browser.py sees what these do in Chromium."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    settings = ROOT / "graphcourse" / "lab_settings"
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(settings)).load_config()
+    assert Path(config.RiseApp.app_settings_dir) == settings
+    overrides = json.loads((settings / "overrides.json").read_text())
+    assert overrides["jupyterlab-rise:plugin"]["scroll"] is True
+    assert overrides["jupyterlab-rise:plugin"]["theme"] == "white"
+    assert overrides["@jupyterlab/notebook-extension:tracker"]["codeCellConfig"]["lineWrap"] is True

@@ -1,13 +1,14 @@
-"""Slides from the lessons themselves: set each cell's `slideshow.slide_type` by a rule, build reveal.js.
+"""Slides from the lessons themselves: set each cell's `slideshow.slide_type` by a rule; RISE presents them.
 
     python -m graphcourse.authoring.slides                      # mark every lesson's cells (idempotent)
     python -m graphcourse.authoring.slides --check              # exit 1 when a lesson's marks are out of date
-    python -m graphcourse.authoring.slides --build build/slides # reveal.js HTML per lesson (jupyter nbconvert --to slides)
-    make slides                                       # the same build
 
-The slideshow is the lessons' own cells, not a second copy: a presenter opens
-build/slides/NN_name.slides.html (or presents the notebook itself with a RISE-style JupyterLab
-extension, which reads the same metadata). The rule, in order:
+The slideshow is the lessons' own cells, not a second copy. An instructor presents a lesson with
+RISE (``jupyterlab-rise``, installed with the course) from ``make lab`` or the class server: the
+slideshow button in a lesson's toolbar, or ``/rise/notebooks/NN_name.ipynb``. Its cells run live,
+offline (RISE bundles reveal.js), with the course's settings (``graphcourse/lab_settings``: a slide
+taller than the screen scrolls, long code lines wrap); docs/instructor/README.md, "Slides", says how,
+and ``tests/test_slides_browser.py`` walks every slide of every lesson in Chromium. The rule, in order:
 
 1. a cell tagged ``slides:slide``, ``slides:subslide``, ``slides:fragment``, ``slides:skip``,
    ``slides:notes`` or ``slides:-`` gets that type (an author's mark beats the rule);
@@ -76,50 +77,16 @@ def update(paths: list[Path] | None = None, check: bool = False) -> list[str]:
     return stale
 
 
-def build(paths: list[Path], out: Path, reveal_prefix: str | None = None) -> list[Path]:
-    """Export each lesson as reveal.js slides (nbconvert's SlidesExporter) into out/; returns the files.
-
-    The marks are applied to the copy in memory first, so the slides follow the rule even where
-    a lesson has not been marked yet (`--check` says so).
-    """
-    from nbconvert import SlidesExporter
-
-    out.mkdir(parents=True, exist_ok=True)
-    exporter = SlidesExporter()
-    if reveal_prefix:
-        exporter.reveal_url_prefix = reveal_prefix
-    written = []
-    for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        mark(nb)
-        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
-        target = out / f"{path.stem}.slides.html"
-        target.write_text(body, encoding="utf-8")
-        written.append(target)
-    return written
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.slides", description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="lessons (default: every notebooks/NN_*.ipynb)")
     parser.add_argument("--check", action="store_true", help="only report lessons whose marks are out of date")
-    parser.add_argument("--build", type=Path, metavar="DIR", help="write reveal.js slides into DIR")
-    parser.add_argument("--reveal-prefix", metavar="URL",
-                        help="where reveal.js is loaded from (default: nbconvert's CDN); a local folder for offline rooms")
     args = parser.parse_args(argv)
     paths = args.notebooks or lessons()
     missing = [p for p in paths if not p.is_file()]
     if missing:
         print(f"error: no such notebook: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
-    if args.build:
-        for target in build(paths, args.build, args.reveal_prefix):
-            print(f"wrote {target}")
-        stale = update(paths, check=True)
-        if stale:
-            print(f"note: the slide marks stored in {', '.join(stale)} are out of date "
-                  "(the slides above follow the rule); run python -m graphcourse.authoring.slides")
-        return 0
     stale = update(paths, check=args.check)
     if args.check and stale:
         print(f"slide marks out of date in {', '.join(stale)}: run python -m graphcourse.authoring.slides", file=sys.stderr)
