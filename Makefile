@@ -15,7 +15,10 @@ WHEELHOUSE ?=
 PY     := $(VENV)/bin/python
 # Two stamps: everything with the test tools (make test), or what a learner needs (make lab).
 STAMP  := $(VENV)/.course-installed
-LAB_STAMP := $(VENV)/.course-installed-lab
+# A full set-up (make test's, or the class server's) holds everything make lab needs: then that one stands for both,
+# so neither make lab after make test nor a learner's make check on the class server (VENV: the course's environment,
+# which learners cannot write) installs anything.
+LAB_STAMP := $(if $(wildcard $(STAMP)),$(STAMP),$(VENV)/.course-installed-lab)
 LAB_ARGS ?=
 BOOT   = $(PYTHON) bootstrap.py --venv $(VENV) $(if $(TORCH),--torch "$(TORCH)") \
          $(if $(WHEELHOUSE),--wheelhouse "$(WHEELHOUSE)")
@@ -28,8 +31,10 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml $(wildcard requirements.lock)
 	@$(BOOT) setup
 
+ifneq ($(LAB_STAMP),$(STAMP))
 $(LAB_STAMP): pyproject.toml $(wildcard requirements.lock)
 	@$(BOOT) setup-lab
+endif
 
 lab: $(LAB_STAMP)
 	@$(BOOT) $(if $(PORT),--port $(PORT)) --no-setup lab -- $(LAB_ARGS)
@@ -142,7 +147,7 @@ LEARNERS ?=
 LEARNERS_FILE ?=
 CLASS ?= grading-out/class-$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: hub hub-setup hub-users hub-check collect grade-class
+.PHONY: hub hub-setup hub-users hub-remove-users hub-list hub-check collect grade-class
 
 hub-setup: setup $(HUB_PROXY)
 	@$(PY) -c 'import jupyterhub' 2>/dev/null || { echo "Installing JupyterHub into $(VENV)/"; $(PY) -m pip install -q -e ".[dev,hub]"; }
@@ -154,6 +159,15 @@ $(HUB_PROXY): $(HUB_NODE)/package.json $(HUB_NODE)/package-lock.json
 
 hub-users: hub-setup
 	$(PY) classroom/hub/coursehub.py add-users $(if $(LEARNERS_FILE),--from-file $(LEARNERS_FILE)) $(LEARNERS)
+
+# `make hub-remove-users LEARNERS="ada grace"` (or LEARNERS=all; DELETE_HOMES=1 deletes their homes too).
+DELETE_HOMES ?=
+hub-remove-users: hub-setup
+	@test -n "$(strip $(LEARNERS))" || { echo 'say whom: make hub-remove-users LEARNERS="ada grace" (or LEARNERS=all)'; exit 2; }
+	$(PY) classroom/hub/coursehub.py remove-users $(if $(filter all,$(LEARNERS)),--all,$(LEARNERS)) $(if $(filter 1 yes true,$(DELETE_HOMES)),--delete-homes)
+
+hub-list: hub-setup
+	$(PY) classroom/hub/coursehub.py list
 
 hub-check: hub-setup
 	$(PY) classroom/hub/coursehub.py check

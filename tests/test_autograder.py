@@ -107,6 +107,11 @@ def test_the_zip_holds_what_the_grader_needs_and_nothing_else(bundle: Path) -> N
     assert "AUTOGRADER_ROOT" in run_sh
 
 
+def test_the_zip_is_readable_by_its_owner_alone(bundle: Path) -> None:
+    """It holds solutions/: on a class server a learner's kernel must not read it in build/."""
+    assert bundle.stat().st_mode & 0o777 == 0o600
+
+
 def test_the_same_course_builds_the_same_zip(bundle: Path, tmp_path: Path) -> None:
     again = tmp_path / "again.zip"
     build(again)

@@ -652,6 +652,32 @@ def test_collect_cli_says_what_is_wrong(tmp_path, capsys):
     assert "ada" in out and "nothing to grade" in out
 
 
+def test_grade_class_writes_every_output_in_one_run_with_everyone_in_it(tmp_path, course_process, capsys):
+    """make grade-class's collect --grade: one grading run writes the JSON, the CSV, JUnit, the feedback pages with
+    their index and the Gradescope files; a learner who handed in nothing is in each, "not handed in"; the output
+    folders inside the class folder are not taken for learners."""
+    homes = tmp_path / "homes"
+    (homes / "ada" / "cuda-graphs-course" / "my-work").mkdir(parents=True)
+    (homes / "ada" / "cuda-graphs-course" / "my-work" / "06_exercises.ipynb").write_text(_exercise_nb("x = 1  # ada"))
+    (homes / "linus").mkdir()
+    out = tmp_path / "class"
+    assert gc.main(["--homes", str(homes), "--out", str(out), "--grade", "--quiet", "--timeout-per-cell", "60"]) == 0
+    said = capsys.readouterr().out
+    assert "1 notebook(s) from 1 of 2 learner(s)" in said, said
+    report = json.loads((out / "grades.json").read_text())
+    assert set(report["learners"]) == {"ada", "linus"}, sorted(report["learners"])
+    assert report["learners"]["linus"]["status"] == "not-handed-in", report["learners"]["linus"]
+    assert not report.get("skipped"), report.get("skipped")
+    with open(out / "grades.csv", newline="") as f:
+        assert {"ada", "linus"} <= {row[0] for row in csv.reader(f)}
+    assert "linus" in (out / "grades.xml").read_text() and "ada" in (out / "grades.xml").read_text()
+    index = (out / gc.FEEDBACK / "index.html").read_text()
+    assert "ada" in index and "linus" in index
+    assert sorted(p.suffix for p in (out / gc.FEEDBACK).iterdir()) == [".html"] * 3
+    assert len(list((out / gc.GRADESCOPE).glob("*.json"))) == 2
+    assert (out / gc.ROSTER).read_text().splitlines()[1:] == ["ada", "linus"]
+
+
 # --------------------------------------------------------------------------------------
 # coursehub: the learner's copy of the course
 # --------------------------------------------------------------------------------------
@@ -673,8 +699,16 @@ def test_learner_copy_adds_only_what_is_missing_and_never_the_answers(tmp_path):
     copy, added = ch.make_learner_copy(home)
     assert copy == home / "cuda-graphs-course"
     for rel in ("notebooks/01_the_big_idea.ipynb", "exercises/06_exercises.ipynb",
-                "toygraph/__init__.py", "graphcourse/__init__.py", "README.md"):
+                "toygraph/__init__.py", "graphcourse/__init__.py", "Makefile", "pyproject.toml"):
         assert (copy / rel).read_bytes() == (REPO / rel).read_bytes(), rel
+    # the learner's README: the release's, without the passages about grading a class and maintaining the course
+    from graphcourse.authoring import release
+    assert "authored only" in (REPO / "README.md").read_text()
+    assert (copy / "README.md").read_text() and "authored only" not in (copy / "README.md").read_text()
+    assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == sorted(
+        r for r in release.course_files(REPO) if "__pycache__" not in r)
+    # the Makefile finds the course's environment up to date (the course's times, not the copy's)
+    assert (copy / "pyproject.toml").stat().st_mtime_ns == (REPO / "pyproject.toml").stat().st_mtime_ns
     assert not (copy / "solutions").exists() and not (copy / "tests").exists()
     assert not list(copy.rglob("__pycache__")) and not (copy / "docs" / "instructor").exists()
     assert len(added) == sum(1 for p in copy.rglob("*") if p.is_file())
@@ -707,9 +741,13 @@ def test_remove_users_leaves_no_account_and_no_group_behind(tmp_path):
     try:
         ch.add_users(names, group=group, homes=tmp_path / "homes", sheet=tmp_path / "sheet.csv")
         assert set(ch.learners(group)) == set(names)
-        ch.remove_users(names[:1], group=group)
+        sheet = tmp_path / "sheet.csv"
+        ch.remove_users(names[:1], group=group, sheet=sheet)
         grp.getgrnam(group)  # one learner is left: the group stays
-        ch.remove_users(names[1:], group=group, delete_homes=True)
+        assert [r.split(",")[0] for r in sheet.read_text().splitlines()] == ["user", names[1]], "a removed password kept"
+        assert sheet.stat().st_mode & 0o777 == 0o600
+        ch.remove_users(names[1:], group=group, delete_homes=True, sheet=sheet)
+        assert sheet.read_text().splitlines() == ["user,password"]
         with pytest.raises(KeyError):
             grp.getgrnam(group)
         for name in names:

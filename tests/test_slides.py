@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from graphcourse.authoring import slides
 from graphcourse.authoring.nav import lessons

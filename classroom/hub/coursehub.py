@@ -47,9 +47,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 COURSE_DIR = "cuda-graphs-course"  # the learner's copy: ~/cuda-graphs-course
-# What a learner's copy holds (relative to the repository). Never solutions/ (the model
-# answers), tests/ (the wrong answers and the grader's fixtures), .git or the virtualenv.
-COPY = ["README.md", "notebooks", "exercises", "toygraph", "graphcourse", "data", "docs"]
+# A learner's copy is the release (graphcourse.authoring.release): never solutions/ (the model answers), tests/
+# (the wrong answers and the grader's fixtures), the instructor kit, .git or the virtualenv.
 NEVER_COPY_DIRS = {"__pycache__", ".ipynb_checkpoints", "instructor", "node_modules"}
 # Readable by learners would hand them the model answers or near-answers (root, the grader, still
 # reads them): solutions/, tests/ (a whole ex01 answer in the browser test, the wrong answers, each
@@ -96,36 +95,52 @@ def venv_bin() -> Path:
 # --------------------------------------------------------------------------------------
 
 
-def _copy_missing(src: Path, dest: Path, added: list[str]) -> None:
-    """Copy src into dest, adding only what is missing; never overwrite, never follow a
-    symlink the learner made (an existing path of any kind is left as it is)."""
+def _add_missing(target: Path, rel: str, data: bytes, mtime_ns: int, added: list[str]) -> None:
+    """Write target/rel unless something is there already; never write through a link or a non-folder the learner
+    put on the way (that file is left out, as any file the learner has)."""
+    parts = Path(rel).parts
+    here = target
+    for part in parts[:-1]:
+        here = here / part
+        if os.path.lexists(here):
+            if here.is_symlink() or not here.is_dir():
+                return
+        else:
+            here.mkdir()
+    dest = here / parts[-1]
     if os.path.lexists(dest):
-        if not (dest.is_dir() and not dest.is_symlink() and src.is_dir()):
-            return
-    elif src.is_dir():
-        dest.mkdir()
-    else:
-        shutil.copy2(src, dest)  # the course's mtime: a learner's edit is always newer
-        added.append(str(dest))
         return
-    for child in sorted(src.iterdir()):
-        if child.name in NEVER_COPY_DIRS or child.is_symlink():
-            continue
-        if child.is_dir() or child.is_file():
-            _copy_missing(child, dest / child.name, added)
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.chmod(dest, (0o755 if rel == "bootstrap.py" else 0o644) & ~_umask())
+    os.utime(dest, ns=(mtime_ns, mtime_ns))  # the course's time: a learner's edit is always newer, and make
+    added.append(str(dest))                   # finds the course's environment up to date
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def make_learner_copy(home: Path, course: Path = REPO) -> tuple[Path, list[str]]:
-    """~/cuda-graphs-course from the course; only missing files are added. Returns (copy, added)."""
+    """~/cuda-graphs-course: the course learners get (the release: graphcourse.authoring.release, the same files and
+    bytes as `make release`, so no answer, test or instructor page, and the learner's README), with only missing
+    files added. Returns (copy, added)."""
+    from graphcourse.authoring.release import course_files, released_bytes
+
     target = Path(home) / COURSE_DIR
     added: list[str] = []
     if os.path.lexists(target) and (target.is_symlink() or not target.is_dir()):
         raise HubSetupError(f"{target} exists and is not a folder: rename it, then restart your server")
     target.mkdir(exist_ok=True)
-    for name in COPY:
-        src = course / name
-        if src.exists() and not src.is_symlink():
-            _copy_missing(src, target / name, added)
+    files = course_files(course)
+    listed = set(files)
+    for rel in files:
+        if any(part in NEVER_COPY_DIRS for part in Path(rel).parts):
+            continue
+        _add_missing(target, rel, released_bytes(course, rel, listed), (course / rel).stat().st_mtime_ns, added)
     return target, added
 
 
@@ -141,6 +156,12 @@ def singleuser(argv: list[str]) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(copy)  # the learner's own toygraph/graphcourse, as in a clone
     env.pop("PYTHONHOME", None)
+    # The course's Makefile in the copy uses the course's environment (make check, make my-exercises, make slides...),
+    # never a .venv of its own: VENV overrides the Makefile's default, in terminals and notebooks alike.
+    env["VENV"] = str(venv_bin().parent)
+    # my-work/: the learner's own copy of each exercise notebook, as `make lab` makes it (made once, never rewritten;
+    # new exercises merged in at each start).
+    subprocess.call([str(venv_python()), "-m", "graphcourse.authoring.mycopy", "--quiet"], cwd=copy, env=env)
     env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     # JupyterLab without news and update pop-ups (the class server's own Jupyter config)
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
@@ -285,7 +306,7 @@ def add_users(names: list[str], group: str | None = None, homes: Path | None = N
         created.append((name, password))
     if created:
         sheet = Path(sheet or state_dir() / "passwords.csv")
-        sheet.parent.mkdir(parents=True, exist_ok=True)
+        sheet.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the hub's secrets live there too
         new = not sheet.exists()
         fd = os.open(sheet, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "w", newline="") as f:
@@ -297,11 +318,31 @@ def add_users(names: list[str], group: str | None = None, homes: Path | None = N
     return created
 
 
-def remove_users(names: list[str], group: str | None = None, delete_homes: bool = False) -> None:
-    """Delete learners' accounts; only members of the learners' group, never anyone else."""
+def _drop_from_sheet(sheet: Path, names: set[str]) -> int:
+    """Remove the rows of these learners from the passwords sheet (a removed account's password is no one's business,
+    and one added again later gets a row of its own). Returns how many rows went."""
+    try:
+        rows = list(csv.reader(sheet.read_text().splitlines()))
+    except FileNotFoundError:
+        return 0
+    keep = [r for r in rows if not (r and r[0] in names)]
+    if len(keep) != len(rows):
+        tmp = sheet.with_name(sheet.name + ".part")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", newline="") as f:
+            csv.writer(f).writerows(keep)
+        os.replace(tmp, sheet)
+    return len(rows) - len(keep)
+
+
+def remove_users(names: list[str], group: str | None = None, delete_homes: bool = False,
+                 sheet: Path | None = None) -> None:
+    """Delete learners' accounts and their rows in the passwords sheet; only members of the learners' group, never
+    anyone else."""
     _require_root("remove-users")
     group = group or learners_group()
     members = _members(group)
+    gone = [n for n in names if n in members]
     for name in names:
         if name not in members:
             print(f"{name}: not in group {group}, left alone")
@@ -312,6 +353,9 @@ def remove_users(names: list[str], group: str | None = None, delete_homes: bool 
         if delete_homes:
             shutil.rmtree(home, ignore_errors=True)
         print(f"{name}: removed" + (f", {home} deleted" if delete_homes else f" ({home} kept)"))
+    sheet = Path(sheet or state_dir() / "passwords.csv")
+    if gone and _drop_from_sheet(sheet, set(gone)):
+        print(f"{sheet}: their passwords removed")
     try:
         grp.getgrnam(group)
     except KeyError:
@@ -337,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     rm.add_argument("--all", action="store_true", help="every member of the learners' group")
     rm.add_argument("--group", default=None)
     rm.add_argument("--delete-homes", action="store_true")
+    rm.add_argument("--passwords", type=Path, default=None,
+                    help="the passwords sheet to remove their rows from (default: <state>/passwords.csv)")
     sub.add_parser("list", help="the learners and their homes")
     sub.add_parser("check", help="check that learners can run the course and the proxy is installed")
     su = sub.add_parser("singleuser", help="(used by JupyterHub) start a learner's server")
@@ -355,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             add_users(names, args.group, args.home_root, args.passwords)
         elif args.command == "remove-users":
             names = sorted(learners(args.group)) if args.all else args.names
-            remove_users(names, args.group, args.delete_homes)
+            remove_users(names, args.group, args.delete_homes, args.passwords)
         elif args.command == "list":
             for name, home in learners().items():
                 print(f"{name}\t{home}")

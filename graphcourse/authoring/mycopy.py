@@ -27,6 +27,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..core.exercise_format import as_my_copy
 from ..core.paths import ROOT
 
 SOURCE_DIR = ROOT / "exercises"
@@ -90,12 +91,7 @@ def _write(nb, path: Path) -> None:
 
 
 def fresh_copy(source: Path):
-    nb = nbformat.read(source, as_version=4)
-    meta = nb.metadata.setdefault("graphcourse", {})
-    meta.pop("generated_by", None)
-    meta.pop("note", None)
-    meta["my_copy"] = {"made_from": f"exercises/{source.name}"}
-    return nb
+    return as_my_copy(nbformat.read(source, as_version=4), source.name)
 
 
 def merge(source: Path, mine: Path) -> list[str]:

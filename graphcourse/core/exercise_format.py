@@ -233,3 +233,13 @@ def check_points_rule(nb: Any, name: str, ex: Exercise, total: int) -> None:
     if heading_points(nb.cells[ex.heading].source.lstrip().splitlines()[0]) is not None and total != ex.points:
         raise ExerciseSourceError(f"{_where(name, ex.heading)}: {ex.id}'s heading says {ex.points} point(s) but its "
                                   f"checks carry {total}: make the heading's (N points) the sum of its checks' points")
+
+
+def as_my_copy(nb: Any, source_name: str) -> Any:
+    """A learner's own copy of a handed-out exercise notebook (``my-work/``; authoring.mycopy writes it, grading.collect
+    knows an untouched one): the builder's note gone, ``my_copy`` saying where it came from. Changes nb; returns it."""
+    meta = nb["metadata"].setdefault("graphcourse", {})
+    meta.pop("generated_by", None)
+    meta.pop("note", None)
+    meta["my_copy"] = {"made_from": f"exercises/{source_name}"}
+    return nb

@@ -133,8 +133,11 @@ def main(argv: list[str] | None = None) -> int:
             line = reports.handed_in_line(name, rec)
             if line:
                 print(line)
+    kept = report["run"].get("kept_from_earlier_report") or 0
     print(f"\n{len(report['learners'])} learner(s) graded in {time.perf_counter() - start:.1f} s "
-          f"({'confined' if report['run'].get('confined') else 'NOT confined'}"
+          + (f"({kept} kept from the earlier report: same notebooks, solutions and seed; --regrade-all grades them "
+             "again) " if kept else "")
+          + f"({'confined' if report['run'].get('confined') else 'NOT confined'}"
           + (f", on {len(report['run'].get('cluster', {}).get('workers', []))} Dask worker(s)" if args.dask else "")
           + f"); report in {args.report}"
           + "".join(f", {what} in {p}" for what, p in (("CSV", args.csv), ("feedback", args.feedback),

@@ -15,8 +15,10 @@ Used on the class server (classroom/hub/), run as root (it reads every learner's
 * ``OUT/collected.json`` lists, per learner, what was collected from where (with its sha256)
   and what was left out and why; learners with nothing to grade are printed.
 
-``--grade`` then runs the course's grader on OUT: ``python -m graphcourse.grading OUT --report
-OUT/grades.json --csv OUT/grades.csv``.
+``--grade`` then runs the course's grader on OUT, with every output in one run: ``python -m
+graphcourse.grading OUT --roster OUT/roster.txt --report OUT/grades.json --csv OUT/grades.csv --feedback
+OUT/_feedback --gradescope OUT/_gradescope --junit OUT/grades.xml``. The roster is every learner collect
+looked at, so one who handed in nothing is in every output as "not handed in".
 
 Learners' files are only read, never written, moved or touched (no symlink is followed; a file
 not owned by its learner, larger than ``--max-mb`` or not a regular file is left out). OUT must
@@ -40,6 +42,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.exercise_format import as_my_copy
 from ..core.paths import EXERCISES_DIR, ROOT
 from ..errors import GraphCourseError
 
@@ -128,8 +131,20 @@ def is_exercise_notebook(nb: dict) -> bool:
 
 
 def handed_out_digests(folder: Path = EXERCISES_DIR) -> set[str]:
-    """sha256 of every generated exercises notebook: a learner's file equal to one is unanswered."""
-    return {hashlib.sha256(p.read_bytes()).hexdigest() for p in Path(folder).glob("*.ipynb")}
+    """sha256 of every generated exercises notebook, and of the learner's own copy of it as made untouched in my-work/
+    (``make lab`` and the class server make one): a learner's file equal to either is unanswered."""
+    import nbformat
+
+    digests = set()
+    for p in Path(folder).glob("*.ipynb"):
+        data = p.read_bytes()
+        digests.add(hashlib.sha256(data).hexdigest())
+        try:
+            mine = nbformat.writes(as_my_copy(nbformat.reads(data.decode("utf-8"), as_version=4), p.name))
+        except Exception:  # noqa: BLE001 (a damaged handed-out notebook has no untouched copy to know)
+            continue
+        digests.add(hashlib.sha256((mine if mine.endswith("\n") else mine + "\n").encode("utf-8")).hexdigest())
+    return digests
 
 
 def handed_out_cell_ids(folder: Path = EXERCISES_DIR) -> set[str]:
@@ -270,6 +285,11 @@ def collect_learner(learner: Learner, out: Path, pristine: set[str], max_bytes: 
         })
 
 
+FEEDBACK, GRADESCOPE, ROSTER = "_feedback", "_gradescope", "roster.txt"
+"""What --grade writes beside the learners' folders, besides grades.json, grades.csv and grades.xml: names no Unix user
+(nor a learner collect would take) can have."""
+
+
 def collect(learners: list[Learner], out: Path, max_mb: float = 20,
             pristine: set[str] | None = None) -> dict:
     """Copy every learner's exercise notebooks into out/<learner>/; write out/collected.json."""
@@ -281,6 +301,9 @@ def collect(learners: list[Learner], out: Path, max_mb: float = 20,
     clash = {n for n in names if names.count(n) > 1}
     if clash:
         raise CollectError(f"two learners named {sorted(clash)}: rename one of their folders")
+    taken = sorted(set(names) & {FEEDBACK, GRADESCOPE, ROSTER})
+    if taken:
+        raise CollectError(f"a learner named {taken}: the name of an output of the grading; rename their folder")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     pristine = handed_out_digests() if pristine is None else pristine
     cell_ids = handed_out_cell_ids()
@@ -327,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a new folder for the class's notebooks (default grading-out/class-<time>)")
     parser.add_argument("--max-mb", type=float, default=20, help="largest notebook collected (default 20 MB)")
     parser.add_argument("--grade", action="store_true",
-                        help="then grade OUT: OUT/grades.json and OUT/grades.csv")
+                        help="then grade OUT: grades.json, grades.csv, grades.xml (JUnit), _feedback/ (with index.html) "
+                             "and _gradescope/ in OUT")
     parser.add_argument("--timeout-per-cell", type=float, default=None, metavar="S",
                         help="passed on to the grader")
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="passed on to the grader")
@@ -350,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     total = sum(len(e["files"]) for e in manifest["learners"].values())
     print(summary(manifest))
-    print(f"{total} notebook(s) from {len(learners)} learner(s) in {out}/ "
+    handing_in = sum(1 for e in manifest["learners"].values() if e["files"])
+    print(f"{total} notebook(s) from {handing_in} of {len(learners)} learner(s) in {out}/ "
           f"(what came from where: {out / 'collected.json'})")
     if not args.grade:
         return 0
@@ -358,8 +383,12 @@ def main(argv: list[str] | None = None) -> int:
         print("nothing to grade")
         return 0
     out = out.resolve()
-    cmd = [sys.executable, "-m", "graphcourse.grading", str(out),
-           "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv")]
+    roster = out / ROSTER
+    roster.write_text("# every learner collect looked at: one with nothing collected is 'not handed in'\n"
+                      + "".join(f"{name}\n" for name in manifest["learners"]))
+    cmd = [sys.executable, "-m", "graphcourse.grading", str(out), "--roster", str(roster),
+           "--report", str(out / "grades.json"), "--csv", str(out / "grades.csv"),
+           "--feedback", str(out / FEEDBACK), "--gradescope", str(out / GRADESCOPE), "--junit", str(out / "grades.xml")]
     if args.timeout_per_cell is not None:
         cmd += ["--timeout-per-cell", str(args.timeout_per_cell)]
     if args.jobs is not None:

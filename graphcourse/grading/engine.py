@@ -589,7 +589,8 @@ class Grader:
         if self.given_learners is not None:
             learners, skipped = list(self.given_learners), []
         else:
-            learners, skipped = discover(self.paths, {a.name for a in self.assignments}, self._copy_of)
+            own = {p.resolve() for p in (self.outputs.feedback, self.outputs.gradescope) if p is not None}
+            learners, skipped = discover(self.paths, {a.name for a in self.assignments}, self._copy_of, own)
         if not learners:
             raise GraphCourseError(f"no learner notebooks (*.ipynb) under {', '.join(map(str, self.paths))}."
                                    + (f" Skipped: {'; '.join(f'{p}: {r}' for p, r in skipped[:5])}" if skipped else ""))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import shutil
@@ -169,7 +170,12 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT, torch: str | None = None,
     files = bundle_files(root)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
-    with zipfile.ZipFile(tmp, "w") as z:
+    # The zip holds solutions/: readable by its owner alone (on a class server, learners' kernels could read a
+    # world-readable one in build/), created so from the start, not opened up between writing and chmod.
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as z:
         z.writestr(_entry("setup.sh", 0o755), SETUP_SH.replace("@TORCH@", torch or cpu_torch(root)))
         z.writestr(_entry("run_autograder", 0o755), RUN_AUTOGRADER)
         z.writestr(_entry(CONFIG, 0o644), config_bytes(allow_unconfined))

@@ -270,10 +270,13 @@ def _learner_notebooks(folder: Path, skipped: list[tuple[str, str]]) -> list[Pat
     return deeper
 
 
-def discover(paths: list[Path], solution_names: set[str], copy_of) -> tuple[list[Learner], list[tuple[str, str]]]:
+def discover(paths: list[Path], solution_names: set[str], copy_of,
+             outputs: set[Path] = frozenset()) -> tuple[list[Learner], list[tuple[str, str]]]:
     """(learners, skipped) under the given paths: a notebook, a learner's folder, or a class folder.
 
-    copy_of(path) -> solutions notebook name or None, used to tell one learner's copies from a flat class folder."""
+    copy_of(path) -> solutions notebook name or None, used to tell one learner's copies from a flat class folder.
+    outputs: the run's own output folders (feedback pages, Gradescope files), never a learner, even when written
+    inside the class folder (``make grade-class`` writes them there)."""
     found: list[Learner] = []
     skipped: list[tuple[str, str]] = []
     together: dict[Path, int] = {}
@@ -303,6 +306,8 @@ def discover(paths: list[Path], solution_names: set[str], copy_of) -> tuple[list
                 if e.is_symlink() and e.is_dir():
                     skipped.append((str(Path(path, e.name)), "a symbolic link to a folder: not followed"))
                 continue
+            if outputs and Path(path, e.name).resolve() in outputs and not any(Path(path, e.name).rglob("*.ipynb")):
+                continue  # this run's feedback or Gradescope folder (one holding notebooks is graded as a learner)
             if e.name in TOOL_FOLDERS or e.name.startswith(".Trash"):
                 skipped.append((str(Path(path, e.name)), "a tool's folder (Jupyter checkpoints, git, ...), not a learner"))
                 continue
