@@ -83,3 +83,18 @@ def test_this_environment_holds_the_locked_versions_of_the_courses_requirements(
             if have != lock[name]:
                 wrong[req.name] = (str(have), str(lock[name]))
     assert wrong == {}, f"installed versus locked: {wrong} (an environment set up before the lock changed: make clean-venv)"
+
+
+def test_every_locked_package_installs_on_the_oldest_python_311_a_machine_may_have() -> None:
+    """The course asks for Python 3.11 or newer, and Debian 12 (the class server's usual host) ships 3.11.2: a locked
+    version whose Requires-Python wants a later 3.11 (soupsieve 3 and 4 want 3.11.5) makes the locked install fail
+    there and fall back to unlocked versions. Read from this environment, which make test installs from the lock."""
+    from packaging.specifiers import SpecifierSet
+
+    lock, oldest, refusing = locked(), Version("3.11.0"), {}
+    for dist in md.distributions():
+        name = canonicalize_name(dist.metadata["Name"])
+        wants = dist.metadata.get("Requires-Python")
+        if name in lock and dist.version == str(lock[name]) and wants and oldest not in SpecifierSet(wants):
+            refusing[name] = f"{dist.version} (Requires-Python {wants})"
+    assert refusing == {}, f"locked versions Python 3.11.0 cannot install: {refusing}; pin an older one and make lock"
