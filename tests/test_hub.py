@@ -488,6 +488,22 @@ def test_class_server_two_learners(tmp_path):
             assert seen["solutions"] == "denied", f"{name} can read the model answers: {seen}"
             assert set(seen["near_answers"].values()) == {"denied"}, (
                 f"{name} can read tests or the instructor kit (near-answers): {seen['near_answers']}")
+            # the learner's copy is the release, with their own my-work/ and the course's Makefile (make check there)
+            course = home / "cuda-graphs-course"
+            assert (course / "my-work" / "06_exercises.ipynb").is_file() and (course / "Makefile").is_file()
+            assert "authored only" not in (course / "README.md").read_text(), "the authored README, not the release's"
+        # a learner's `make check` in a terminal of theirs: the course's environment (VENV, as their server sets it),
+        # nothing installed, each check named
+        name = names[0]
+        course, entry = homes[name] / "cuda-graphs-course", pwd.getpwnam(name)
+        checked = subprocess.run(  # in the hub's mount namespace (the course's Python opened to learners), as them
+            [*prefix, "setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
+             "make", "-C", str(course), "check", "NB=my-work/06_exercises.ipynb"],
+            cwd=course, capture_output=True, text=True, timeout=GRADE_S, stdin=subprocess.DEVNULL,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(homes[name]), "LANG": "C.UTF-8",
+                 "VENV": sys.prefix, "PYTHONPATH": str(course)})
+        said = checked.stdout + checked.stderr
+        assert "Installing" not in said and "ex01" in said and ("passed" in said or "failed" in said), said[-3000:]
 
         # 5. stop everything: the hub takes its proxy and both learners' servers and kernels down
         memory = {n: round(rss_mb(pwd.getpwnam(n).pw_uid)) for n in names}
