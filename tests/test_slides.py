@@ -63,14 +63,9 @@ def test_the_lessons_carry_their_slide_marks():
 
 
 def test_rise_presents_with_the_courses_settings():
-    """RISE reads the course's settings folder (it is a JupyterLab of its own), where slides scroll, code wraps, and
-    the theme loads no web fonts; tests/test_slides_browser.py sees what these do in Chromium."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    settings = ROOT / "graphcourse" / "lab_settings"
-    config = PyFileConfigLoader("jupyter_server_config.py", path=str(settings)).load_config()
-    assert Path(config.RiseApp.app_settings_dir) == settings
-    overrides = json.loads((settings / "overrides.json").read_text())
+    """RISE's slideshow reads JupyterLab's settings, the course's overrides among them (graphcourse/lab_settings): slides
+    scroll, code wraps, and the theme loads no web fonts; tests/test_slides_browser.py sees what these do in Chromium."""
+    overrides = json.loads((ROOT / "graphcourse" / "lab_settings" / "overrides.json").read_text())
     assert overrides["jupyterlab-rise:plugin"]["scroll"] is True
     assert overrides["jupyterlab-rise:plugin"]["theme"] == "white"
     assert overrides["@jupyterlab/notebook-extension:tracker"]["codeCellConfig"]["lineWrap"] is True

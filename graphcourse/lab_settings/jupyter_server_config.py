@@ -30,11 +30,3 @@ c.MappingKernelManager.cull_interval = 300
 c.MappingKernelManager.cull_connected = True
 # Never a kernel that is running a cell (a long benchmark, a training step): only idle ones.
 c.MappingKernelManager.cull_busy = False
-
-# Slides (docs/instructor/README.md, "Slides"): RISE presents a lesson from its own cells, at /rise/<lesson>. It is a
-# JupyterLab of its own, with its own settings folder: give it this one too, so that its slides scroll where a slide is
-# taller than the screen (jupyterlab-rise:plugin's scroll) and long code lines wrap (codeCellConfig.lineWrap), as in
-# the course's JupyterLab.
-import os  # noqa: E402
-
-c.RiseApp.app_settings_dir = os.path.dirname(os.path.abspath(__file__))  # noqa: F821
