@@ -13,10 +13,8 @@ from .graphs import require_cuda
 # --------------------------------------------------------------------------- random numbers in a graph
 
 
-def dropout_replays(p: float = 0.5, n: int = 1 << 20, replays: int = 4, seed: int = 7) -> dict[str, Any]:
-    """Capture one dropout of a vector of ones; replay it: fraction dropped per replay, and whether replays differ."""
-    require_cuda("dropout in a CUDA graph")
-    x = torch.ones(n, device="cuda")
+def _captured_dropout(x: Any, p: float) -> tuple[Any, Any]:
+    """One dropout of x, warmed up and captured on a side stream: (the graph, its static output)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -25,6 +23,14 @@ def dropout_replays(p: float = 0.5, n: int = 1 << 20, replays: int = 4, seed: in
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g, stream=side):
         out = torch.nn.functional.dropout(x, p, training=True)
+    return g, out
+
+
+def dropout_replays(p: float = 0.5, n: int = 1 << 20, replays: int = 4, seed: int = 7) -> dict[str, Any]:
+    """Capture one dropout of a vector of ones; replay it: fraction dropped per replay, and whether replays differ."""
+    require_cuda("dropout in a CUDA graph")
+    x = torch.ones(n, device="cuda")
+    g, out = _captured_dropout(x, p)
     torch.manual_seed(seed)
     masks = []
     for _ in range(replays):
@@ -47,14 +53,7 @@ def replay_matches_eager_sequence(p: float = 0.5, n: int = 1 << 16, steps: int =
     """After ``torch.manual_seed(seed)``, does replay k draw what the k-th eager call after the same seed drew?"""
     require_cuda("comparing graph replays with eager calls")
     x = torch.ones(n, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        torch.nn.functional.dropout(x, p, training=True)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=side):
-        out = torch.nn.functional.dropout(x, p, training=True)
+    g, out = _captured_dropout(x, p)
     gen = torch.cuda.default_generators[torch.cuda.current_device()]
     torch.manual_seed(seed)
     offsets = [gen.get_offset()]
