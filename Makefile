@@ -117,10 +117,10 @@ instructor: setup
 instructor-timings: setup
 	$(PY) -m graphcourse.authoring.instructor --measure
 
-# Navigation lines, Colab links and Colab set-up cells, and slide marks in every lesson.
+# The authored lessons hold no navigation, Colab cells or slide marks (the release makes them): this removes any
+# (a lesson copied back from a release). The check is part of make test.
 nav: setup
 	$(PY) -m graphcourse.authoring.nav
-	$(PY) -m graphcourse.authoring.slides
 
 bench: setup
 	$(PY) -m graphcourse.gpulib.bench --out data/gpu_reference.json

@@ -226,16 +226,18 @@ def _link_repo_folders(root: Path) -> None:
 
 
 def _course_layout(root: Path) -> None:
-    """<root> laid out as `make lab` serves the repository: README.md, the lessons and the
+    """<root> laid out as `make lab` serves the course: the release's README.md, lessons and
     exercises as COPIES (a learner's clicks and saves never reach the repository), the packages
     and data as links, and the learner's own copy my-work/06_exercises.ipynb made by
     graphcourse.authoring.mycopy, as `make lab` makes it."""
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copy(REPO / "README.md", root / "README.md")
-    for folder in ("notebooks", "exercises"):
-        (root / folder).mkdir()
-        for nb in (REPO / folder).glob("*.ipynb"):
-            shutil.copy(nb, root / folder / nb.name)
+    from graphcourse.authoring import release
+
+    course = set(release.course_files(REPO))
+    for rel in sorted(course):  # the release's README and lessons (dressed with navigation and slide marks)
+        if rel == "README.md" or rel.startswith(("notebooks/", "exercises/")) and rel.endswith(".ipynb"):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(release.released_bytes(REPO, rel, course))
     for folder in ("toygraph", "graphcourse", "data", "docs"):
         (root / folder).symlink_to(REPO / folder, target_is_directory=True)
     subprocess.run([sys.executable, "-m", "graphcourse.authoring.mycopy", "--source", str(root / "exercises"),

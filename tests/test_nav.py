@@ -1,4 +1,5 @@
-"""graphcourse.authoring.nav's Colab link and Colab set-up cell: one repository setting, idempotent, inert off Colab."""
+"""graphcourse.authoring.nav: the navigation lines and Colab cells the release gives each lesson (one repository setting,
+idempotent, inert off Colab), and authored lessons that hold none of them."""
 
 from __future__ import annotations
 
@@ -33,15 +34,14 @@ def test_the_repository_is_one_setting_in_pyproject(tmp_path):
 
 def test_colab_cells_are_inserted_once_and_follow_the_setting(tmp_path):
     path = ROOT / "notebooks" / "01_the_big_idea.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    for cell_id in (nav.COLAB_LINK_ID, nav.COLAB_SETUP_ID):  # start from a lesson without them
-        nb.cells = [c for c in nb.cells if c.get("id") != cell_id]
+    nb = nbformat.read(path, as_version=4)  # as authored: no generated cells
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("[Contents](../README.md)"))
     counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
     assert nav.colab_cells(nb, path, "https://github.com/a/b", "main") is True
     assert [c.get("id") for c in nb.cells[1:3]] == [nav.COLAB_LINK_ID, nav.COLAB_SETUP_ID]
     setup = nb.cells[2]
     assert setup.execution_count == 1 and setup.outputs == []
-    assert [c.execution_count for c in nb.cells[3:] if c.cell_type == "code"] == [n + 1 for n in counts]
+    assert [c.execution_count for c in nb.cells[3:] if c.cell_type == "code"] == [n and n + 1 for n in counts]
     assert "https://colab.research.google.com/github/a/b/blob/main/notebooks/01_the_big_idea.ipynb" in nb.cells[1].source
     assert nav.colab_cells(nb, path, "https://github.com/a/b", "main") is False, "idempotent"
     assert nav.colab_cells(nb, path, "https://github.com/c/d", "dev") is True
@@ -85,23 +85,42 @@ def test_on_colab_it_clones_installs_and_moves_into_the_lesson_folder(monkeypatc
     assert moves == [f"{nav.CLONE_DIR}/notebooks"]
 
 
-def test_nav_on_a_copy_of_the_lessons_is_idempotent(tmp_path, monkeypatch):
-    """The command the lead runs on main: twice in a row, the second run changes nothing."""
-    for name in ("notebooks", "exercises"):
-        shutil.copytree(ROOT / name, tmp_path / name)
-    monkeypatch.setattr(nav, "ROOT", tmp_path)
-    monkeypatch.setattr(nav, "lessons", lambda folder=tmp_path / "notebooks": sorted(folder.glob("[0-9][0-9]_*.ipynb")))
-    nav.update()
-    first = {p.name: p.read_bytes() for p in (tmp_path / "notebooks").glob("*.ipynb")}
-    assert nav.update() == [] and nav.update(check=True) == []
-    assert {p.name: p.read_bytes() for p in (tmp_path / "notebooks").glob("*.ipynb")} == first
-    for path in (tmp_path / "notebooks").glob("[0-9][0-9]_*.ipynb"):
-        nb = nbformat.read(path, as_version=4)
+def _dress(path: Path, repo: str | None = None, branch: str = "main") -> nbformat.NotebookNode:
+    names = [p.name for p in nav.lessons()]
+    nb = nbformat.read(path, as_version=4)
+    nav.dress(nb, f"notebooks/{path.name}", names, {n: nav.title(ROOT / "notebooks" / n) for n in names}, True,
+              repo, branch)
+    return nb
+
+
+def test_dressing_a_lesson_is_idempotent_and_strip_gives_the_authored_lesson_back():
+    """The release dresses each authored lesson; dressing twice changes nothing, and strip undoes it exactly."""
+    for path in nav.lessons():
+        authored = nbformat.read(path, as_version=4)
+        nb = _dress(path, "https://github.com/a/b")
+        assert nb.cells[0].get("id") == nav.NAV_TOP_ID and nb.cells[-1].get("id") == nav.NAV_BOTTOM_ID
         assert nb.cells[1].get("id") == nav.COLAB_LINK_ID and nb.cells[2].get("id") == nav.COLAB_SETUP_ID
+        once = nbformat.writes(nb)
+        nav.dress(nb, f"notebooks/{path.name}", [p.name for p in nav.lessons()],
+                  {p.name: nav.title(p) for p in nav.lessons()}, True, "https://github.com/a/b", "main")
+        assert nbformat.writes(nb) == once, f"{path.name}: dressing twice changed it"
+        assert nav.strip(nb) is True and nav.strip(nb) is False
+        assert nbformat.writes(nb) == nbformat.writes(authored), f"{path.name}: strip did not undo dress"
         # cells tagged strip-output (lesson 00's machine description) are stored without their
         # answers on purpose (graphcourse.authoring.execute.STRIP_TAG); every other code cell is stored executed
         kept = [c for c in nb.cells if c.cell_type == "code" and STRIP_TAG not in c.metadata.get("tags", [])]
         assert all(c.execution_count for c in kept), "stored as executed"
+
+
+def test_the_command_removes_generated_cells_from_a_lesson_copied_back(tmp_path, monkeypatch):
+    """An author who copies a released lesson back into notebooks/: --check says so, the command strips it."""
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    monkeypatch.setattr(nav, "lessons", lambda folder=tmp_path / "notebooks": sorted(folder.glob("[0-9][0-9]_*.ipynb")))
+    copied = tmp_path / "notebooks" / "02_launch_tax.ipynb"
+    nbformat.write(_dress(ROOT / "notebooks" / copied.name), copied)
+    assert nav.main(["--check"]) == 1
+    assert nav.main([]) == 0 and nav.main(["--check"]) == 0
+    assert copied.read_bytes() == (ROOT / "notebooks" / copied.name).read_bytes()
 
 
 def test_an_unpublished_course_links_to_no_repository(tmp_path):
@@ -128,11 +147,15 @@ def test_a_repository_that_is_not_github_is_refused_with_the_fix(tmp_path):
         nav.repository(pyproject)
 
 
-def test_the_stored_lessons_follow_the_setting():
-    """The lessons' Colab cells are what `make nav` writes from pyproject.toml now."""
+def test_the_released_lessons_follow_the_setting(tmp_path):
+    """The release's Colab cells are what pyproject.toml says now, in every lesson."""
+    from graphcourse.authoring import release
+
     repo, branch = nav.repository()
+    course = set(release.course_files(ROOT))
     for path in nav.lessons():
-        nb = nbformat.read(path, as_version=4)
+        nb = nbformat.reads(release.released_bytes(ROOT, f"notebooks/{path.name}", course).decode(), as_version=4)
         by_id = {c.get("id"): c for c in nb.cells}
         assert by_id[nav.COLAB_LINK_ID].source == nav.colab_link_source(path, repo, branch), path.name
         assert by_id[nav.COLAB_SETUP_ID].source == nav.colab_setup_source(path, repo, branch), path.name
+        assert by_id[nav.NAV_TOP_ID].source == by_id[nav.NAV_BOTTOM_ID].source

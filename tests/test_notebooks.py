@@ -57,9 +57,19 @@ def test_each_lesson_has_the_seed_anatomy(path):
     assert "<details>" in text, "check-yourself answers are folded in <details>"
 
 
+@pytest.fixture(scope="module")
+def released():
+    """Each lesson as the release holds it (graphcourse.authoring.release dresses the authored lesson)."""
+    from graphcourse.authoring import release
+
+    course = set(release.course_files(ROOT))
+    return {p.name: nbformat.reads(release.released_bytes(ROOT, f"notebooks/{p.name}", course).decode(), as_version=4)
+            for p in LESSONS}
+
+
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
-def test_navigation_links_point_to_files_that_exist(path):
-    nb = _nb(path)
+def test_navigation_links_point_to_files_that_exist(path, released):
+    nb = released[path.name]
     first, last = nb.cells[0], nb.cells[-1]
     assert first.cell_type == last.cell_type == "markdown" and "Contents" in first.source and first.source == last.source
     for target in re.findall(r"\]\(([^)#]+)\)", first.source):
@@ -67,12 +77,22 @@ def test_navigation_links_point_to_files_that_exist(path):
     index = LESSONS.index(path)
     if index + 1 < len(LESSONS):
         assert LESSONS[index + 1].name in first.source, f"{path.name} links to the next lesson"
+    else:
+        assert "my-work/" in first.source, "the last lesson leads to the learner's own copy of the exercises"
+    if index:
+        assert LESSONS[index - 1].name in first.source, f"{path.name} links back to the lesson before"
 
 
-def test_navigation_lines_are_what_the_nav_tool_writes():
-    from graphcourse.authoring.nav import update
+def test_the_authored_lessons_hold_no_generated_cells():
+    """Navigation, Colab cells and slide marks are made by the release, never stored in a lesson."""
+    from graphcourse.authoring.nav import generated
 
-    assert update(check=True) == [], "run python -m graphcourse.authoring.nav"
+    assert generated() == [], "run python -m graphcourse.authoring.nav (make nav) to remove them"
+    for path in LESSONS:
+        nb = _nb(path)
+        assert nb.cells[0].source.startswith(f"# {path.name[:2]} · "), f"{path.name} opens with its title"
+        counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+        assert all(n in (None, i) for i, n in enumerate(counts, 1)), f"{path.name}: its own cells count from 1 {counts}"
 
 
 def test_nav_tool_titles_and_links(tmp_path):

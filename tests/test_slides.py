@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -42,24 +41,18 @@ def test_the_rule_and_the_marks():
     assert slides.mark(nb) is False, "marking twice changes nothing"
 
 
-def test_marking_lessons_is_idempotent_and_check_reports_stale(tmp_path):
-    copies = []
-    for path in lessons()[:2]:
-        shutil.copy(path, tmp_path / path.name)
-        copies.append(tmp_path / path.name)
-    slides.update(copies)
-    first = [p.read_bytes() for p in copies]
-    assert slides.update(copies) == [] and slides.update(copies, check=True) == []
-    assert [p.read_bytes() for p in copies] == first
-    nb = nbformat.read(copies[0], as_version=4)
-    nb.cells[1].metadata["slideshow"]["slide_type"] = "fragment"
-    nbformat.write(nb, copies[0])
-    assert slides.update(copies, check=True) == [copies[0].name]
+def test_the_released_lessons_carry_their_slide_marks_and_the_authored_ones_none():
+    """The release marks every cell by the rule; the authored lessons hold no marks (an author's tags stay)."""
+    from graphcourse.authoring import release
 
-
-def test_the_lessons_carry_their_slide_marks():
-    """The stored lessons are marked by the rule: run python -m graphcourse.authoring.slides (make nav) after editing one."""
-    assert slides.update(check=True) == [], "run python -m graphcourse.authoring.slides"
+    course = set(release.course_files(ROOT))
+    for path in lessons():
+        assert not any("slideshow" in c.metadata for c in nbformat.read(path, as_version=4).cells), path.name
+        nb = nbformat.reads(release.released_bytes(ROOT, f"notebooks/{path.name}", course).decode(), as_version=4)
+        assert [c.metadata["slideshow"]["slide_type"] for c in nb.cells] == [slides.slide_type(c) for c in nb.cells]
+        assert nb.cells[0].metadata["slideshow"]["slide_type"] == "skip", "the navigation line is no slide"
+        assert nb.cells[3].metadata["slideshow"]["slide_type"] == "slide", "the title is the first slide"
+        assert slides.mark(nb) is False
 
 
 def test_rise_presents_with_the_courses_settings():

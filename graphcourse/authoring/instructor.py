@@ -34,6 +34,7 @@ from pathlib import Path
 
 import nbformat
 
+from . import nav
 from ..core.paths import ROOT
 
 KIT = ROOT / "docs" / "instructor"
@@ -169,9 +170,10 @@ class Lesson:
 
 def read_lesson(path: Path, timings: dict) -> Lesson:
     nb = nbformat.read(path, as_version=4)
-    md = [c for c in nb.cells if c.cell_type == "markdown" and c.get("id") != "colab-link"]
-    code = [c for c in nb.cells if c.cell_type == "code" and c.get("id") != "colab-setup"]
-    return Lesson(path, path.name[:2], title(nb), sum(len(c.source.split()) for c in md[1:-1]), len(code),
+    nav.strip(nb)  # the lesson as authored: the release's navigation and Colab cells do not count
+    md = [c for c in nb.cells if c.cell_type == "markdown"]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return Lesson(path, path.name[:2], title(nb), sum(len(c.source.split()) for c in md), len(code),
                   objectives(nb), bullets(_section(nb, "Common mistakes")), questions(nb), things_to_try(nb),
                   gpu_seconds(nb), timings.get(path.name, {}).get("cpu_s"))
 

@@ -48,6 +48,7 @@ import nbformat
 
 from ..core.paths import ROOT
 from ..errors import GraphCourseError
+from . import release
 from .site import alt_for_cell, unfold_widgets
 
 DEFAULT_OUT = ROOT / "build" / "lite"
@@ -667,7 +668,14 @@ def build(out: Path = DEFAULT_OUT, work: Path = DEFAULT_WORK) -> LiteReport:
         shutil.rmtree(work)
     files = work / "files"
     files.mkdir(parents=True)
-    lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    # the lessons as the release holds them (navigation lines and Colab cells), read by the steps below
+    dressed = work / "lessons"
+    dressed.mkdir()
+    course = set(release.course_files(ROOT))
+    lessons = []
+    for rel in sorted(f for f in course if release.LESSON.fullmatch(f)):
+        lessons.append(dressed / Path(rel).name)
+        lessons[-1].write_bytes(release.released_bytes(ROOT, rel, course))
     browser = {}
     for path in lessons:
         nb, why = browser_copy(path, set())

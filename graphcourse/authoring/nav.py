@@ -1,24 +1,29 @@
-"""Write the navigation line (previous · contents · next) at the top and bottom of every lesson,
-and under the top one an "Open in Colab" link and a Colab set-up cell.
+"""The navigation line (previous · contents · next) at the top and bottom of every lesson, and under the top
+one an "Open in Colab" link and a Colab set-up cell: made when the release is built, never stored in a lesson.
 
-`python -m graphcourse.authoring.nav` rewrites them from the lessons' file names and titles;
-`python -m graphcourse.authoring.nav --check` exits 1 when one is out of date. A lesson's title is its
-first heading without the number: `# 02 · The launch tax: why ...` gives "The launch tax".
-Only the first and last cells change, and only when they are navigation cells; the Colab
-cells (ids ``colab-link`` and ``colab-setup``) are inserted after the first one, once, and
-rewritten when the repository setting changes.
+The authored lessons (``notebooks/``) hold only what their author wrote. The release
+(graphcourse.authoring.release, ``make release``) dresses each lesson it writes with :func:`dress`: the
+navigation lines from the lessons' file names and titles, the Colab cells, and the slide marks
+(graphcourse.authoring.slides). A lesson's title is its first heading without the number:
+``# 02 · The launch tax: why ...`` gives "The launch tax". So a one-sentence edit to a lesson changes that
+lesson alone, and every generated line is made the same way for the release, the site, the browser build
+and the class server.
 
-The links are relative paths to files of the repository (``02_launch_tax.ipynb``,
-``../README.md``): they work in JupyterLab serving the repository root (``make lab``) and on
-GitHub. The Colab link and the set-up cell are made from ONE setting, the repository URL in
-pyproject.toml's ``[tool.graphcourse] repository`` (and ``branch``). While it is empty (the course
-is not published yet) the link cell says so and the set-up cell, on Colab, says how to get the
-course there: no lesson links to a repository that does not exist.
+    python -m graphcourse.authoring.nav --check   # exit 1 when an authored lesson holds generated cells
+    python -m graphcourse.authoring.nav           # remove them (a lesson copied back from a release)
+
+The links are relative paths to files of the course (``02_launch_tax.ipynb``, ``../README.md``): they
+work in JupyterLab serving the release (``make lab``) and on GitHub. The Colab link and the set-up cell
+are made from ONE setting, the repository URL in pyproject.toml's ``[tool.graphcourse] repository`` (and
+``branch``), where the release is published. While it is empty (the course is not published yet) the
+link cell says so and the set-up cell, on Colab, says how to get the course there: no lesson links to a
+repository that does not exist.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import tomllib
@@ -50,9 +55,15 @@ def repository(pyproject: Path = ROOT / "pyproject.toml") -> tuple[str | None, s
     return f"https://github.com/{m.group(1)}/{m.group(2)}", branch
 
 
-def colab_url(path: Path, repo: str, branch: str) -> str:
-    """The Colab link of a notebook of this repository: colab.research.google.com/github/OWNER/NAME/blob/BRANCH/PATH."""
-    rel = Path(path).resolve().relative_to(ROOT).as_posix()
+def _course_path(path: Path | str) -> str:
+    """A notebook's path in the course (POSIX, relative): given relative, as it is; given absolute, from ROOT."""
+    path = Path(path)
+    return path.resolve().relative_to(ROOT).as_posix() if path.is_absolute() else path.as_posix()
+
+
+def colab_url(path: Path | str, repo: str, branch: str) -> str:
+    """The Colab link of a notebook of the course: colab.research.google.com/github/OWNER/NAME/blob/BRANCH/PATH."""
+    rel = _course_path(path)
     return f"https://colab.research.google.com/github/{repo.removeprefix('https://github.com/')}/blob/{branch}/{rel}"
 
 
@@ -74,7 +85,7 @@ def colab_link_source(path: Path, repo: str | None, branch: str) -> str:
 
 def colab_setup_source(path: Path, repo: str | None, branch: str) -> str:
     """The first code cell: on Colab only, fetch the course, install it, and work from its notebook folder."""
-    folder = Path(path).resolve().parent.relative_to(ROOT).as_posix()
+    folder = Path(_course_path(path)).parent.as_posix()
     if repo is None:
         return f'''# On Google Colab only (anywhere else this cell does nothing): this copy of the course
 # names no public repository yet, so the cell cannot fetch the course; it says what to do.
@@ -151,14 +162,22 @@ def lessons(folder: Path = ROOT / "notebooks") -> list[Path]:
     return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
 
 
-def title(path: Path) -> str:
-    """The short title of a lesson, from its first `# NN · Title: subtitle` heading."""
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "markdown" and cell.source.startswith("# "):
-            heading = cell.source.splitlines()[0][2:]
+def title_of(nb) -> str:
+    """The short title of a lesson (a notebook node or its JSON), from its first `# NN · Title: subtitle` heading."""
+    for cell in nb["cells"]:
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and source.startswith("# "):
+            heading = source.splitlines()[0][2:]
             return re.sub(r"^\d+\s*·\s*", "", heading).split(":")[0].strip()
-    raise ValueError(f"{path.name} has no '# NN · Title' heading to take its title from.")
+    raise ValueError("no '# NN · Title' heading to take the lesson's title from.")
+
+
+def title(path: Path) -> str:
+    """The short title of the lesson in `path` (see :func:`title_of`)."""
+    try:
+        return title_of(json.loads(Path(path).read_text(encoding="utf-8")))
+    except ValueError as exc:
+        raise ValueError(f"{Path(path).name}: {exc}") from None
 
 
 EXERCISES_LINK = "[Graded exercises: answer them in your copy, my-work/ →](../README.md#your-own-copy)"
@@ -167,69 +186,103 @@ EXERCISES_LINK = "[Graded exercises: answer them in your copy, my-work/ →](../
 rewrites: a learner who answered there would lose the work."""
 
 
-def nav_line(paths: list[Path], index: int, exercises: bool | Path | None = None) -> str:
+def nav_line(paths: list[Path], index: int, exercises: bool | Path | None = None,
+             titles: dict[str, str] | None = None) -> str:
     """The navigation line of lesson `index`: previous lesson, the contents (README), the next lesson or the exercises.
 
     `exercises`: whether the course has graded exercises; the last lesson then links to
     :data:`EXERCISES_LINK` (how to get and where to answer one's own copy), never into exercises/.
+    `titles`: the lessons' titles by file name, when already known (else each is read from its file).
     """
+    def name_of(path: Path) -> str:
+        return titles[Path(path).name] if titles is not None else title(path)
+
     parts = []
     if index > 0:
-        prev = paths[index - 1]
-        parts.append(f"[← {prev.name[:2]} {title(prev)}]({prev.name})")
+        prev = Path(paths[index - 1])
+        parts.append(f"[← {prev.name[:2]} {name_of(prev)}]({prev.name})")
     parts.append("[Contents](../README.md)")
     if index + 1 < len(paths):
-        nxt = paths[index + 1]
-        parts.append(f"[{nxt.name[:2]} {title(nxt)} →]({nxt.name})")
+        nxt = Path(paths[index + 1])
+        parts.append(f"[{nxt.name[:2]} {name_of(nxt)} →]({nxt.name})")
     elif exercises:
         parts.append(EXERCISES_LINK)
     return " · ".join(parts)
 
 
-def update(check: bool = False, colab: bool = True) -> list[str]:
-    """Rewrite (or with check=True only find) the navigation cells that are out of date; returns the lessons concerned.
+NAV_TOP_ID, NAV_BOTTOM_ID = "nav-top", "nav-bottom"
 
-    With colab=True (the default) the Colab link and set-up cells count too.
-    """
-    paths = lessons()
-    repo, branch = repository() if colab else ("", "")
-    exercises = sorted((ROOT / "exercises").glob("*.ipynb"))
-    stale = []
-    for i, path in enumerate(paths):
-        nb = nbformat.read(path, as_version=4)
-        want = nav_line(paths, i, bool(exercises))
-        changed = False
-        for cell in (nb.cells[0], nb.cells[-1]):
-            if cell.cell_type != "markdown" or not NAV_CELL.match(cell.source):
-                raise ValueError(f"{path.name}: its first and last cells must be navigation lines "
-                                 f"(a markdown cell holding '[Contents](../README.md)'); add them, then run this again.")
-            if cell.source != want:
-                cell.source, changed = want, True
-        if colab and colab_cells(nb, path, repo, branch):
+
+def strip(nb) -> bool:
+    """Remove what :func:`dress` adds (navigation lines, Colab cells, slide marks); True when something was removed.
+
+    An author's own slide tags (``slides:skip`` and the like) are the author's and stay."""
+    changed = False
+    setup = [c for c in nb.cells if c.get("id") == COLAB_SETUP_ID or "colab-setup" in c.metadata.get("tags", [])]
+    keep = [c for c in nb.cells if c.get("id") != COLAB_LINK_ID and not any(c is s for s in setup)]
+    if len(keep) != len(nb.cells):
+        nb.cells, changed = keep, True
+    if setup:
+        _shift_counts(nb, -len(setup))  # stored as run first: the lesson's own cells count from 1 again
+    for end in (0, -1):
+        if nb.cells and nb.cells[end].cell_type == "markdown" and NAV_CELL.match(nb.cells[end].source):
+            del nb.cells[end]
             changed = True
-        if changed:
-            stale.append(path.name)
-            if not check:
-                nbformat.write(nb, path)
-    return stale
+    for cell in nb.cells:
+        if "slideshow" in cell.metadata:
+            del cell.metadata["slideshow"]
+            changed = True
+    return changed
+
+
+def dress(nb, rel: str, names: list[str], titles: dict[str, str], exercises: bool,
+          repo: str | None, branch: str) -> None:
+    """Give the authored lesson `nb` (course path `rel`, e.g. notebooks/02_launch_tax.ipynb) its navigation lines
+    and Colab cells, as the release holds it. `names`: the lessons' file names in reading order; `titles`: their
+    titles; `exercises`: whether the course has graded exercises. Anything generated it already holds is replaced."""
+    strip(nb)
+    name = Path(rel).name
+    if name not in names:
+        raise ValueError(f"{rel} is not one of the lessons {names}")
+    line = nav_line([Path(n) for n in names], names.index(name), exercises, titles)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(line, id=NAV_TOP_ID))
+    nb.cells.append(nbformat.v4.new_markdown_cell(line, id=NAV_BOTTOM_ID))
+    colab_cells(nb, rel, repo, branch)
+
+
+def generated(paths: list[Path] | None = None) -> list[str]:
+    """The authored lessons that hold generated cells or marks (which the release makes, see :func:`dress`)."""
+    found = []
+    for path in paths if paths is not None else lessons():
+        if strip(nbformat.read(path, as_version=4)):
+            found.append(path.name)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: rewrite navigation lines, or check them with --check."""
+    """Command line: find (--check) or remove generated cells in the authored lessons."""
     parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.nav", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report lessons whose navigation line is out of date")
-    parser.add_argument("--no-colab", action="store_true", help="leave the Colab link and set-up cells alone")
+    parser.add_argument("--check", action="store_true",
+                        help="only report authored lessons that hold navigation, Colab cells or slide marks")
     args = parser.parse_args(argv)
     try:
-        stale = update(check=args.check, colab=not args.no_colab)
+        found = generated()
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.check and stale:
-        print(f"navigation out of date in {', '.join(stale)}: run python -m graphcourse.authoring.nav", file=sys.stderr)
-        return 1
-    print(f"navigation {'checked' if args.check else 'written'}: {len(lessons())} lessons"
-          + (f", updated {', '.join(stale)}" if stale and not args.check else ""))
+    if args.check:
+        if found:
+            print(f"{', '.join(found)} hold navigation, Colab cells or slide marks, which the release makes: "
+                  "run python -m graphcourse.authoring.nav to remove them", file=sys.stderr)
+            return 1
+        print(f"authored lessons checked: {len(lessons())}, none holds generated cells")
+        return 0
+    for path in lessons():
+        nb = nbformat.read(path, as_version=4)
+        if strip(nb):
+            nbformat.write(nb, path)
+    print(f"authored lessons: {len(lessons())}" + (f", removed generated cells from {', '.join(found)}" if found else
+                                                  ", none held generated cells"))
     return 0
 
 

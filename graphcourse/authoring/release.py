@@ -38,6 +38,7 @@ from typing import Callable, Iterable
 
 import nbformat
 
+from . import nav, slides
 from ..core.exercise_format import find_regions, layout_of, solution_paths
 from ..core.paths import ROOT, SOLUTIONS_DIR
 from ..errors import GraphCourseError
@@ -73,10 +74,40 @@ AUTHORED_ONLY = re.compile(r"^<!-- authored only: .*?-->\n.*?^<!-- end authored 
 code lives, maintaining it): the release leaves it out, so a learner's README describes the course they have."""
 
 
+LESSON = re.compile(r"notebooks/[0-9][0-9]_[^/]*\.ipynb")
+"""A lesson's path in the course: the release dresses it (navigation, Colab cells, slide marks)."""
+
+
+def _title(path: Path, stamp: tuple[int, int]) -> str:
+    return _titles_seen.setdefault((str(path), stamp), nav.title(path))
+
+
+_titles_seen: dict[tuple[str, tuple[int, int]], str] = {}
+
+
+def dressed_lesson(root: Path, rel: str, files: set[str]) -> nbformat.NotebookNode:
+    """The lesson `rel` as the release holds it: the authored notebook with its navigation lines (from the lessons
+    among `files`, in order), its Colab cells (from root's pyproject.toml) and its slide marks."""
+    names = sorted(Path(f).name for f in files if LESSON.fullmatch(f))
+    titles = {}
+    for name in names:
+        path = root / "notebooks" / name
+        st = path.stat()
+        titles[name] = _title(path, (st.st_mtime_ns, st.st_size))
+    exercises = any(f.startswith("exercises/") and f.endswith(".ipynb") for f in files)
+    repo, branch = nav.repository(root / "pyproject.toml")
+    nb = nbformat.read(root / rel, as_version=4)
+    nav.dress(nb, rel, names, titles, exercises, repo, branch)
+    slides.mark(nb)
+    return nb
+
+
 def released_bytes(root: Path, rel: str, files: set[str]) -> bytes:
-    """What the release holds for `rel`: the file itself; in Markdown, passages marked authored only left out (see
-    AUTHORED_ONLY), and a link to a file only the authored course has (the instructor kit, tests/) keeps its text
-    and loses its target, so no learner meets a dead link."""
+    """What the release holds for `rel`: the file itself; a lesson dressed (:func:`dressed_lesson`); in Markdown,
+    passages marked authored only left out (see AUTHORED_ONLY), and a link to a file only the authored course has
+    (the instructor kit, tests/) keeps its text and loses its target, so no learner meets a dead link."""
+    if LESSON.fullmatch(rel):
+        return nbformat.writes(dressed_lesson(root, rel, files)).encode("utf-8") + b"\n"
     data = (root / rel).read_bytes()
     if not rel.endswith(".md"):
         return data

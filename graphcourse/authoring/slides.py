@@ -1,9 +1,7 @@
-"""Slides from the lessons themselves: set each cell's `slideshow.slide_type` by a rule; RISE presents them.
+"""Slides from the lessons themselves: each cell's `slideshow.slide_type`, set by a rule when the release is built.
 
-    python -m graphcourse.authoring.slides                      # mark every lesson's cells (idempotent)
-    python -m graphcourse.authoring.slides --check              # exit 1 when a lesson's marks are out of date
-
-The slideshow is the lessons' own cells, not a second copy. An instructor presents a lesson with
+The release (graphcourse.authoring.release) marks every lesson it writes with :func:`mark`; the authored lessons
+hold no marks but an author's own ``slides:...`` tags. The slideshow is the lessons' own cells, not a second copy. An instructor presents a lesson with
 RISE (``jupyterlab-rise``, installed with the course) from ``make lab`` or the class server: the
 slideshow button in a lesson's toolbar, or ``/rise/notebooks/NN_name.ipynb``. Its cells run live,
 offline (RISE bundles reveal.js), with the course's settings (``graphcourse/lab_settings``: a slide
@@ -22,14 +20,9 @@ sub-slides downwards), with its code and outputs (as stored, executed on the GPU
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-from pathlib import Path
 
-import nbformat
-
-from graphcourse.authoring.nav import COLAB_LINK_ID, COLAB_SETUP_ID, NAV_CELL, lessons
+from .nav import COLAB_LINK_ID, COLAB_SETUP_ID, NAV_CELL
 
 TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 MARK = re.compile(r"^slides:(" + "|".join(re.escape(t) for t in TYPES) + r")$")
@@ -63,38 +56,3 @@ def mark(nb) -> bool:
             cell.metadata.setdefault("slideshow", {})["slide_type"] = want
             changed = True
     return changed
-
-
-def update(paths: list[Path] | None = None, check: bool = False) -> list[str]:
-    """Mark (or with check=True only find) the lessons whose slide marks are out of date."""
-    stale = []
-    for path in paths if paths is not None else lessons():
-        nb = nbformat.read(path, as_version=4)
-        if mark(nb):
-            stale.append(path.name)
-            if not check:
-                nbformat.write(nb, path)
-    return stale
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.authoring.slides", description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="lessons (default: every notebooks/NN_*.ipynb)")
-    parser.add_argument("--check", action="store_true", help="only report lessons whose marks are out of date")
-    args = parser.parse_args(argv)
-    paths = args.notebooks or lessons()
-    missing = [p for p in paths if not p.is_file()]
-    if missing:
-        print(f"error: no such notebook: {', '.join(map(str, missing))}", file=sys.stderr)
-        return 2
-    stale = update(paths, check=args.check)
-    if args.check and stale:
-        print(f"slide marks out of date in {', '.join(stale)}: run python -m graphcourse.authoring.slides", file=sys.stderr)
-        return 1
-    print(f"slide marks {'checked' if args.check else 'written'}: {len(paths)} lessons"
-          + (f", updated {', '.join(stale)}" if stale and not args.check else ""))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
