@@ -41,11 +41,17 @@ lab: $(LAB_STAMP)
 
 test: setup test-tools unit notebooks
 
+# How many pytest workers make test and make test-fast use (pytest-xdist). tests/conftest.py keeps each module that
+# grades a class, builds a site or drives a browser on one worker, so its fixtures are made once. TEST_WORKERS=0 runs
+# everything in one process, in order, as before.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
+
 # The fast tier, for your own loop: every unit and property test, without the grader's class runs, pytest over
 # notebooks, JupyterLab, browsers or the class server (tests/conftest.py marks those slow by the fixtures they use).
 test-fast: setup
 	$(PY) -m graphcourse.authoring.build_exercises --check
-	$(PY) -m pytest -q -m "not slow and not browser" tests
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not browser" tests
 
 # What the class-server test needs beyond Python: JupyterHub's proxy, from npm. Without npm the
 # test says it is skipped and why.
@@ -55,7 +61,7 @@ test-tools: setup
 
 unit: setup
 	$(PY) -m graphcourse.authoring.build_exercises --check
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q $(XDIST) tests
 
 notebooks: setup
 	$(PY) -m pytest -q -p no:randomly --nbval --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg notebooks solutions

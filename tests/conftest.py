@@ -38,6 +38,14 @@ def course_process() -> None:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
+    slow_modules = set()
     for item in items:
         if set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys():
             item.add_marker(pytest.mark.slow)
+            slow_modules.add(item.module.__name__)
+    # In parallel (make test: pytest-xdist, --dist loadgroup), a module with slow tests runs whole on one worker, so
+    # its session and module fixtures (a graded class, a built site, a JupyterLab) are made once; every other test
+    # goes to whichever worker is free.
+    for item in items:
+        if item.module.__name__ in slow_modules:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -35,7 +35,7 @@ def _confined():
 
 def _run(tmp_path: Path, gpu: bool, code: str = PROBE, tmp_mb: int = 1024) -> subprocess.CompletedProcess:
     conf = _confined()
-    pool = UidPool(1, folder=tmp_path / "uids")
+    pool = UidPool(1)  # the machine's pool: the sweep below must never meet a grader running beside this test
     os.chmod(tmp_path, 0o755)
     box = Sandbox(conf, 0, tmp_path / "slot-0", ROOT, Limits(memory_mb=2048, gpu_memory_mb=65536, tmp_mb=tmp_mb), gpu=gpu,
                   uid=pool.uids[0])

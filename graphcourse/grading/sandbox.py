@@ -39,6 +39,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 GRADER_UID_BASE = 64000  # uids GRADER_UID_BASE .. +999: unused by Debian (system users < 1000, nobody 65534)
 LEARNER_NAME = "learner"  # the grading uid's name inside the sandbox (torch.compile, getpass ask for one)
@@ -281,6 +282,10 @@ def unmount_under(folder: Path) -> None:
                 subprocess.run(["umount", "-l", where], capture_output=True, timeout=30)
 
 
+MACHINE_LOCKS = Path("/run/graphcourse-grade") if Path("/run").is_dir() else Path("/tmp/graphcourse-grade-uids")
+"""Where every grader on this machine takes its uids' locks."""
+
+
 class UidPool:
     """uids for this run's kernels, none shared with another grader running on the same machine at the same time.
 
@@ -288,15 +293,16 @@ class UidPool:
     watchdog inherits the locks (engine.start_watchdog), so a lock goes when the grader and its watchdog's last sweep
     have ended, however the grader ends. A uid is also skipped while any process still runs with it."""
 
-    def __init__(self, count: int, folder: Path = Path("/run/graphcourse-grade") if Path("/run").is_dir()
-                 else Path("/tmp/graphcourse-grade-uids")) -> None:
+    def __init__(self, count: int, folder: Path = MACHINE_LOCKS, candidates: Iterable[int] | None = None) -> None:
+        """Take `count` uids. `folder` holds the locks: the machine's, unless a test keeps its own; such a test
+        passes `candidates`, uids it holds in the machine's pool, so that its sweep never meets a real grader's."""
         import fcntl
 
         self.fds: list[int] = []
         self.uids: list[int] = []
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         busy = _uids_running()
-        for uid in range(GRADER_UID_BASE + 1, GRADER_UID_BASE + 1000):
+        for uid in candidates if candidates is not None else range(GRADER_UID_BASE + 1, GRADER_UID_BASE + 1000):
             if len(self.uids) == count:
                 break
             if uid in busy:
