@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
+from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
 
 CHAIN_KERNELS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -25,7 +26,6 @@ CHAIN_ELEMENTS = 1024
 STREAM_BATCHES = 400
 STREAM_SEED = 0
 ITEM_TOKENS = 100
-NO_CUDA_EXIT = 2
 DEVICE = "cuda"
 
 TARGETS = {
@@ -479,15 +479,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer timed iterations (a smoke run)")
     args = parser.parse_args(argv)
 
-    import torch
-
-    if not torch.cuda.is_available():
-        print(
-            "graphcourse.gpulib.bench: no CUDA GPU here (torch.cuda.is_available() is False), so nothing was measured; "
-            "run it on a GPU machine; lessons show the results recorded in data/gpu_reference.json",
-            file=sys.stderr,
-        )
-        return NO_CUDA_EXIT
+    refused = refuse_without_cuda("graphcourse.gpulib.bench", "The lessons show the results recorded in "
+                                  "data/gpu_reference.json.")
+    if refused is not None:
+        return refused
     data = run_all(argv, args.quick)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1) + "\n")

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 SECTIONS = ("beyond", "two_gpu")
-NO_CUDA_EXIT = 2
 
 
 from .bench import summarise  # the course's one summary of repeats: median, min and max
+from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
 
 
 def ratio_summary(prefix: str, num: Sequence[float], den: Sequence[float]) -> dict[str, float]:
@@ -300,12 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
+    refused = refuse_without_cuda("graphcourse.gpulib.bench_beyond", "Lesson 10 shows what data/gpu_reference.json "
+                                  "holds.")
+    if refused is not None:
+        return refused
     import torch
 
-    if not torch.cuda.is_available():
-        print("bench_beyond: no CUDA GPU here (torch.cuda.is_available() is False), so nothing was measured; "
-              "run it on a GPU machine. Lesson 10 shows what data/gpu_reference.json holds.", file=sys.stderr)
-        return NO_CUDA_EXIT
     start = time.perf_counter()
     new: dict[str, Any] = {}
     if "beyond" in args.sections:

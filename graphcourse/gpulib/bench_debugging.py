@@ -19,8 +19,8 @@ from typing import Any, Sequence
 
 from . import debugging as dbg
 from .bench_beyond import _guard, provenance, update_json
+from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
 
-NO_CUDA_EXIT = 2
 COMMAND = "python -m graphcourse.gpulib.bench_debugging"
 
 
@@ -62,12 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DATA_DIR / "debugging.json", help="JSON file to write")
     args = parser.parse_args(argv)
 
-    import torch
-
-    if not torch.cuda.is_available():
-        print("bench_debugging: no CUDA GPU here (torch.cuda.is_available() is False), so nothing was "
-              "recorded; run it on a GPU machine. Lesson 11 shows what data/debugging.json holds.", file=sys.stderr)
-        return NO_CUDA_EXIT
+    refused = refuse_without_cuda(COMMAND, "Lesson 11 shows what data/debugging.json holds.")
+    if refused is not None:
+        return refused
     data = record(argv)
     update_json(args.out, data)
     for key, part in data.items():

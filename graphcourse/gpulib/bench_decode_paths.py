@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..core.paths import DECODE_PATHS_FILE as DATA_FILE, decode_paths_path
+from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
 
 BATCHES = (1, 8)
 KS = (1, 4, 16, 32)
 COMPILED_KS = (1, 16)
 TOKENS = 96
 REPEATS = 5
-NO_CUDA_EXIT = 2
 DEVICE = "cuda"  # tests set "cpu" to run the same code without graphs
 TARGET_RATIO_MAX = 0.9  # issue 12: best path at or below 0.9x reduce-overhead's per-token time (reported)
 
@@ -545,12 +545,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown section(s) {', '.join(sorted(unknown))}: choose from {', '.join(ALL_SECTIONS)}")
 
-    import torch
-
-    if not torch.cuda.is_available():
-        print("graphcourse.gpulib.bench_decode_paths: no CUDA GPU here (torch.cuda.is_available() is False), so nothing "
-              f"was measured; run it on a GPU machine; lessons 07 and 08 show data/{DATA_FILE}", file=sys.stderr)
-        return NO_CUDA_EXIT
+    refused = refuse_without_cuda("graphcourse.gpulib.bench_decode_paths", f"Lessons 07 and 08 show data/{DATA_FILE}.")
+    if refused is not None:
+        return refused
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
     def write(data: dict[str, Any]) -> None:

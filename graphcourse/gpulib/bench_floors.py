@@ -36,12 +36,12 @@ from ..core.paths import DATA_DIR
 from .below_torch import write_json
 from .bench import spread
 from .bench_decode_paths import _decoder_path, _loop_path, _time_run, provenance as _decode_provenance
+from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
 
 DATA_FILE = "floors.json"
 BATCHES = (1, 8)
 TOKENS = 96
 REPEATS = 7
-NO_CUDA_EXIT = 2
 TARGET_RATIO_MAX = 0.5  # issue 23: best path at or below 0.5x reduce-overhead's per-token time (reported)
 SECTIONS = ("device", "anatomy", "levers")
 
@@ -81,28 +81,18 @@ def floors_us(budget: dict[str, int], device: dict[str, Any]) -> dict[str, float
 # --------------------------------------------------------------------------- device
 
 
-def _event_us(fn: Callable[[], Any], iters: int) -> float:
-    import torch
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e3 / iters
-
-
 def bench_device(repeats: int = REPEATS) -> dict[str, Any]:
     """HBM copy bandwidth, an L2 copy rate and float32 matmul throughput, medians and spreads over `repeats`."""
     import torch
+
+    from .timing import events_us
 
     props = torch.cuda.get_device_properties(0)
     l2 = int(getattr(props, "L2_cache_size", 0))
     big = torch.empty(1 << 28, device="cuda")  # 1 GiB of float32
     dst = torch.empty_like(big)
     dst.copy_(big)  # first touch outside the timing
-    hbm = [2 * big.numel() * 4 / _event_us(lambda: dst.copy_(big), 10) / 1e3 for _ in range(repeats)]
+    hbm = [2 * big.numel() * 4 / events_us(lambda: dst.copy_(big), 10) / 1e3 for _ in range(repeats)]
     del big, dst
     # L2: copies between two buffers that fit in L2 together, 50 in one graph so launches do not count
     src = torch.ones(max(l2 // 6, 1 << 20) // 4, device="cuda")
@@ -116,13 +106,13 @@ def bench_device(repeats: int = REPEATS) -> dict[str, Any]:
         for _ in range(copies):
             dst.copy_(src)
     g.replay()
-    l2_gbps = [copies * 2 * src.numel() * 4 / _event_us(g.replay, 5) / 1e3 for _ in range(repeats)]
+    l2_gbps = [copies * 2 * src.numel() * 4 / events_us(g.replay, 5) / 1e3 for _ in range(repeats)]
     l2_buffer = src.numel() * 4
     del g, src, dst
     n = 8192
     a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
     torch.mm(a, b)
-    tflops = [2 * n ** 3 / _event_us(lambda: torch.mm(a, b), 5) / 1e6 for _ in range(repeats)]
+    tflops = [2 * n ** 3 / events_us(lambda: torch.mm(a, b), 5) / 1e6 for _ in range(repeats)]
     return {"l2_cache_bytes": l2, "sms": props.multi_processor_count,
             "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
             "hbm_gbps": spread(hbm), "l2_gbps": spread(l2_gbps), "fp32_tflops": spread(tflops),
@@ -359,12 +349,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(sections) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown section(s) {', '.join(sorted(unknown))}: choose from {', '.join(SECTIONS)}")
-    import torch
-
-    if not torch.cuda.is_available():
-        print("graphcourse.gpulib.bench_floors: no CUDA GPU here (torch.cuda.is_available() is False), so nothing "
-              f"was measured; run it on a GPU machine; lesson 13 shows data/{DATA_FILE}", file=sys.stderr)
-        return NO_CUDA_EXIT
+    refused = refuse_without_cuda("graphcourse.gpulib.bench_floors", f"Lesson 13 shows data/{DATA_FILE}.")
+    if refused is not None:
+        return refused
     data = run_all(argv, args.quick, sections, after=lambda d: write_json(args.out, d))
     write_json(args.out, data)
     for b in data.get("levers", []):

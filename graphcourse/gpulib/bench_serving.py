@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 SECTION = "serving"
-NO_CUDA_EXIT = 2
 MAX_BATCH = 256
 POSITION = 16
 PIECEWISE_BATCHES = (1, 8)
@@ -79,6 +78,7 @@ def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
 
 
 from .bench import spread, summarise as flat  # the course's one summary of repeats: median, min and max
+from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
 
 
 def update_section(path: Path, section: dict[str, Any], name: str = SECTION) -> dict[str, Any]:
@@ -306,13 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer lists and repeats (a smoke run)")
     args = parser.parse_args(argv)
 
-    import torch
-
-    if not torch.cuda.is_available():
-        print("graphcourse.gpulib.bench_serving: no CUDA GPU here (torch.cuda.is_available() is False), so "
-              "nothing was measured; run it on a GPU machine. Lesson 09 shows the section recorded in "
-              "data/gpu_reference.json.", file=sys.stderr)
-        return NO_CUDA_EXIT
+    refused = refuse_without_cuda("graphcourse.gpulib.bench_serving", "Lesson 09 shows the section recorded in "
+                                  "data/gpu_reference.json.")
+    if refused is not None:
+        return refused
     sec = run_section(argv, args.quick)
     update_section(args.out, sec)
     for line in summary_lines(sec):

@@ -41,16 +41,10 @@ def free_port() -> int:
 def _time_us(fn: Any, iters: int, device: Any) -> float:
     import time
 
-    import torch
-
     if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) * 1000.0 / iters
+        from .timing import events_us
+
+        return events_us(fn, iters)
     t0 = time.perf_counter()
     for _ in range(iters):
         fn()
