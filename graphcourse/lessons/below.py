@@ -12,8 +12,7 @@ import re
 from typing import Any
 
 from ..core.paths import DATA_DIR
-from ..core.recorded import load_recorded
-from ..errors import ReferenceDataError, ReferenceDataMissingError
+from ..core.recorded import provenance_label, recorded_or_why
 
 __all__ = ["recorded", "label", "ways_lines", "update_lines", "update_summary", "plot_update", "upload_lines",
            "while_lines", "PATHS"]
@@ -28,18 +27,11 @@ PATHS = {  # the ways of changing a graph's scalar, in the order the lesson show
 
 def recorded(name: str, path: Any = None) -> tuple[dict[str, Any] | None, str]:
     """``(data, label)`` of ``data/<name>.json``, or ``(None, why not)``."""
-    file = path or DATA_DIR / f"{name}.json"
-    try:
-        data = load_recorded(file, f"python -m graphcourse.gpulib.{name}")
-    except (ReferenceDataError, ReferenceDataMissingError) as exc:
-        return None, f"not recorded yet: {exc}"
-    return data, label(data)
+    return recorded_or_why(path or DATA_DIR / f"{name}.json", f"python -m graphcourse.gpulib.{name}", label)
 
 
 def label(data: dict[str, Any]) -> str:
-    p = data["provenance"]
-    return (f"recorded on {p.get('gpu_name')}, {str(p.get('date_utc'))[:10]}, torch {p.get('torch')}, "
-            f"cuda-core {p.get('cuda_core')}, driver {p.get('driver')} (`{p.get('command')}`)")
+    return provenance_label(data, f"cuda-core {data['provenance'].get('cuda_core')}")
 
 
 def _span(s: dict[str, float], unit: str = "µs", digits: int = 1) -> str:

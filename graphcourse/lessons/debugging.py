@@ -15,8 +15,7 @@ import toygraph as tg
 from toygraph import ToyDevice, ToyGraph, graph, launch
 
 from ..core.paths import DATA_DIR
-from ..core.recorded import load_recorded
-from ..errors import ReferenceDataError, ReferenceDataMissingError
+from ..core.recorded import provenance_label, recorded_or_why
 from ..gpulib.debugging import Bisection, bisect_first_failure, first_divergence
 
 __all__ = ["COMMAND", "recorded", "toy_op", "toy_forty_ops_fails", "toy_bisect", "toy_layers",
@@ -28,14 +27,8 @@ COMMAND = "python -m graphcourse.gpulib.bench_debugging"
 
 def recorded(path: Any = None) -> tuple[dict[str, Any] | None, str]:
     """``(data, label)`` of the recorded run, or ``(None, why not)``."""
-    file = path or DATA_DIR / "debugging.json"
-    try:
-        data = load_recorded(file, COMMAND)
-    except (ReferenceDataError, ReferenceDataMissingError) as exc:
-        return None, f"not recorded yet: {exc}"
-    p = data["provenance"]
-    return data, (f"recorded on {p.get('gpu_name')}, {str(p.get('date_utc'))[:10]}, torch {p.get('torch')}, "
-                  f"CUDA {p.get('cuda')}, driver {p.get('driver')} (`{p.get('command')}`)")
+    return recorded_or_why(path or DATA_DIR / "debugging.json", COMMAND,
+                           lambda data: provenance_label(data, f"CUDA {data['provenance'].get('cuda')}"))
 
 
 # --------------------------------------------------------------------------- toy: bisect forty ops

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.paths import DATA_DIR
-from ..core.recorded import load_recorded
-from ..errors import ReferenceDataError, ReferenceDataMissingError
+from ..core.recorded import provenance_label, recorded_or_why
+from ..errors import ReferenceDataError
 from .palette import OKABE_ITO, color
 
 __all__ = ["PATHS", "recorded", "toy_twin", "gaps_before", "pdl_lines", "label", "kind_of", "budget_lines", "anatomy_lines", "plot_anatomy",
@@ -50,17 +50,11 @@ SHADES = {  # kind -> (colour, hatch): eight Okabe-Ito colours, hatches where tw
 
 def recorded(path: Any = None) -> tuple[dict[str, Any] | None, str]:
     """``(data, label)`` of ``data/floors.json``, or ``(None, why not)``."""
-    try:
-        data = load_recorded(path or DATA_DIR / "floors.json", "python -m graphcourse.gpulib.bench_floors")
-    except (ReferenceDataError, ReferenceDataMissingError) as exc:
-        return None, f"not recorded yet: {exc}"
-    return data, label(data)
+    return recorded_or_why(path or DATA_DIR / "floors.json", "python -m graphcourse.gpulib.bench_floors", label)
 
 
 def label(data: dict[str, Any]) -> str:
-    p = data["provenance"]
-    return (f"recorded on {p.get('gpu_name')}, {str(p.get('date_utc'))[:10]}, torch {p.get('torch')}, "
-            f"Triton {p.get('triton', {}).get('triton')}, driver {p.get('driver')} (`{p.get('command')}`)")
+    return provenance_label(data, f"Triton {data['provenance'].get('triton', {}).get('triton')}")
 
 
 def kind_of(name: str) -> str:
