@@ -41,11 +41,11 @@ lab: $(LAB_STAMP)
 
 test: setup test-tools unit notebooks
 
-# How many pytest workers make test and make test-fast use (pytest-xdist). tests/conftest.py keeps each module that
-# grades a class, builds a site or drives a browser on one worker, so its fixtures are made once. TEST_WORKERS=0 runs
-# everything in one process, in order, as before.
+# How many pytest workers make test and make test-fast use (pytest-xdist). Each test module runs whole on one worker
+# (--dist loadfile), so a graded class, a built site or a JupyterLab is made once; tests/conftest.py starts the
+# longest modules first. TEST_WORKERS=0 runs everything in one process, in order.
 TEST_WORKERS ?= 2
-XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
 
 # The fast tier, for your own loop: every unit and property test, without the grader's class runs, pytest over
 # notebooks, JupyterLab, browsers or the class server (tests/conftest.py marks those slow by the fixtures they use).

@@ -10,6 +10,8 @@ asks for the :func:`course_process` fixture, which says so.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from browser_support import pytest_terminal_summary  # noqa: F401  (a pytest hook)
@@ -31,6 +33,15 @@ SLOW_FIXTURES = {
 }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_model_run_per_test_run(tmp_path_factory) -> None:
+    """Every grader the tests start keeps its model answers' run in one folder of this test run (not ~/.cache), shared
+    by the pytest workers: the suite runs the course's model answers once, not once per graded class."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    os.environ.setdefault("GRAPHCOURSE_MODEL_CACHE", str(shared / "model-runs"))
+
+
 @pytest.fixture
 def course_process() -> None:
     """Asked for by a test that starts a heavy process itself (see SLOW_FIXTURES): it puts the test in the slow tier."""
@@ -38,14 +49,14 @@ def course_process() -> None:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    slow_modules = set()
+    slow: dict[str, int] = {}
     for item in items:
         if set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys():
             item.add_marker(pytest.mark.slow)
-            slow_modules.add(item.module.__name__)
-    # In parallel (make test: pytest-xdist, --dist loadgroup), a module with slow tests runs whole on one worker, so
-    # its session and module fixtures (a graded class, a built site, a JupyterLab) are made once; every other test
-    # goes to whichever worker is free.
-    for item in items:
-        if item.module.__name__ in slow_modules:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            slow[item.module.__name__] = slow.get(item.module.__name__, 0) + 1
+    # In parallel (make test: pytest-xdist, --dist loadfile) each module runs whole on one worker, so its session and
+    # module fixtures (a graded class, a built site, a JupyterLab) are made once. The modules with the most slow tests
+    # go first, so that no long module starts last while the other worker idles; the order is the same in every
+    # worker, as xdist requires.
+    first = {name: rank for rank, name in enumerate(sorted(slow, key=lambda n: (-slow[n], n)))}
+    items.sort(key=lambda item: first.get(item.module.__name__, len(first)))

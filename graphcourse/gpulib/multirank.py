@@ -207,7 +207,13 @@ def run_ranks(target: Callable, args: tuple = (), *, world: int = 2, timeout_s: 
                 if p.is_alive():
                     p.kill()
                 p.join(10)
+        # SIGKILL is delivered at once but a process takes a moment to die (longer on a loaded machine): a group
+        # counts as left behind only if a member still runs after a few seconds
+        settle = time.monotonic() + 5.0
         leftovers = leftover_processes([p.pid for p in procs])
+        while leftovers and time.monotonic() < settle:
+            time.sleep(0.05)
+            leftovers = leftover_processes([p.pid for p in procs])
         events = []
         for r in range(world):
             try:

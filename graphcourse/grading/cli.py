@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dask", metavar="SCHEDULER",
                    help="grade on a Dask cluster (e.g. tcp://10.0.0.1:8786): its workers grade, each learner confined "
                         "there; this machine writes every output (needs the course's 'cluster' extra; docs/grading.md)")
+    p.add_argument("--fresh-model", action="store_true",
+                   help="run the model answers even where this machine kept a run of the same solutions, course and "
+                        "seed (a confined run keeps one in ~/.cache/graphcourse/model-runs; docs/grading.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (the table and warnings still print)")
     return p
 
@@ -95,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                           memory_mb=args.memory_mb, gpu_memory_mb=args.gpu_memory_mb, allow_reviewed=set(args.allow_reviewed), progress=not args.quiet,
                           seed=args.seed, only=set(args.only) or None, roster=roster,
                           regrade_all=args.regrade_all, allow_unconfined=args.allow_unconfined or args.own_work,
-                          dask=args.dask)
+                          dask=args.dask, fresh_model=args.fresh_model)
         grader = Grader(args.paths, args.solutions, options,
                         Outputs(args.report, args.csv, args.feedback, args.gradescope, args.junit))
     except (GraphCourseError, OSError) as exc:

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..core.exercise_format import NEEDS, solution_paths
 from ..core.paths import ROOT
 from ..errors import GraphCourseError
-from . import reports
+from . import model_cache, reports
 from .assignment import Assignment, Exercise, load_assignments
 from .notebooks import (InvalidNotebook, Learner, LearnerNotebook, _copy_name, defined_names, discover, find_answer,
                         read_learner)
@@ -105,6 +105,7 @@ class Options:
     devices: int | None = None  # GPUs to grade with (None: those here); a Dask run gives its workers' fewest
     dask: str | None = None  # a Dask scheduler's address: the workers grade, this machine runs no learner code
     dask_timeout: float = 30.0  # seconds to wait for the scheduler to answer
+    fresh_model: bool = False  # run the model answers even where a kept run of them fits (graphcourse.grading.model_cache)
 
 
 @dataclass
@@ -307,8 +308,18 @@ class Grader:
             finally:
                 await session.close()
             return out
-        runs = await asyncio.gather(*(self._with_slot(lambda slot, a=a: model_run(slot, a)) for a in self.assignments))
-        self.model = {ex_id: run for notebook in runs for ex_id, run in notebook}  # in the solutions' order
+        digest = self._model_key()
+        kept = model_cache.load(digest) if digest and not self.options.fresh_model else None
+        if kept is not None and list(kept) == [ex.id for a in self.assignments for ex in a.exercises]:
+            self.model = kept
+            self.report["run"]["model_answers"] = "cached"
+        else:
+            runs = await asyncio.gather(*(self._with_slot(lambda slot, a=a: model_run(slot, a))
+                                          for a in self.assignments))
+            self.model = {ex_id: run for notebook in runs for ex_id, run in notebook}  # in the solutions' order
+            self.report["run"]["model_answers"] = "run"
+            if digest and self._model_keeps():
+                model_cache.save(digest, self.model)
         answer, check = {}, {}
         f, floor = self.options.timeout_factor, self.options.timeout_floor
         for ex_id, run in self.model.items():
@@ -337,6 +348,31 @@ class Grader:
             for flag in scan(ex.model):
                 self.warnings.append(f"the model answer of {ex_id} would need review: {flag}")
         self.limits = Limits(answer, check, given=max(180.0, floor * 3), floor=floor)
+
+    def _model_key(self) -> str | None:
+        """The name of this run's kept model run (graphcourse.grading.model_cache), or None: only a confined run,
+        whose learners cannot write the grader's files, reads or keeps one."""
+        if not self.confinement.confined or self.options.dask:
+            return None
+        return model_cache.key(solutions_sha256=self.solutions_digest, seed=self.seed,
+                               exercises=[ex.id for a in self.assignments for ex in a.exercises],
+                               available=self.available, devices=self.options.devices or 0,
+                               course_root=self.course_root)
+
+    def _model_keeps(self) -> bool:
+        """Whether the model run just made may be kept: every answer and check ran, and it reads back the same."""
+        for ex_id, run in self.model.items():
+            if run.problem or (run.answer is not None and run.answer.kind != "ok"):
+                return False
+            if any(r.kind != "ran" or r.obs is None for r in run.checks.values()):
+                return False
+        import dataclasses
+
+        plain = {k: dataclasses.asdict(v) for k, v in self.model.items()}
+        try:
+            return json.loads(json.dumps(plain)) == plain
+        except (TypeError, ValueError):
+            return False
 
     def _allowed(self, learner: str, ex_id: str) -> bool:
         allow = self.options.allow_reviewed
