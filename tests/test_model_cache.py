@@ -54,7 +54,7 @@ def test_a_kept_model_run_gives_the_same_marks_and_is_kept_only_where_safe(cours
     cache = tmp_path / "cache"
 
     first = _grade(tmp_path, sol, "one")
-    assert first["run"]["model_answers"] == "run"
+    assert first["run"]["model_answers"] == "run", first["run"]["model_answers"]
     kept = list(cache.glob("*.json"))
     assert len(kept) == 1 and kept[0].stat().st_mode & 0o777 == 0o600 and cache.stat().st_mode & 0o777 == 0o700
     assert first["learners"]["lookup"]["total"] < first["learners"]["model"]["total"]
@@ -115,3 +115,22 @@ def test_the_digest_follows_what_the_model_run_depends_on(tmp_path: Path) -> Non
         assert model_cache.key(**{**base, **change}) != first, change
     (root / "toygraph" / "a.py").write_text("x = 2\n")
     assert model_cache.key(**base) != first, "a change to the course's code names another file"
+
+
+def test_an_unconfined_run_neither_reads_nor_keeps_a_model_run(tmp_path: Path, monkeypatch) -> None:
+    """Unconfined, a learner's code runs with the grader's rights and could write the kept run: none is used."""
+    from graphcourse.grading import engine
+    from graphcourse.grading.sandbox import Confinement
+
+    sol = tmp_path / "solutions"
+    sol.mkdir()
+    nbformat.write(solutions_notebook(), sol / NAME)
+    monkeypatch.setattr(engine, "detect", lambda: Confinement("none", ("no bubblewrap (a test)",)))
+    grader = engine.Grader([tmp_path], sol, engine.Options(allow_unconfined=True, cuda=False),
+                           engine.Outputs(tmp_path / "r.json"))
+    assert grader._model_key() is None
+    monkeypatch.setattr(engine, "detect", lambda: Confinement("bwrap", bwrap="/usr/bin/bwrap"))
+    confined = engine.Grader([tmp_path], sol, engine.Options(cuda=False), engine.Outputs(tmp_path / "r.json"))
+    assert confined._model_key() == model_cache.key(
+        solutions_sha256=confined.solutions_digest, seed=confined.seed, exercises=["ex01_add", "ex02_smallest"],
+        available=confined.available, devices=0, course_root=confined.course_root)

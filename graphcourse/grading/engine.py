@@ -318,8 +318,11 @@ class Grader:
                                           for a in self.assignments))
             self.model = {ex_id: run for notebook in runs for ex_id, run in notebook}  # in the solutions' order
             self.report["run"]["model_answers"] = "run"
-            if digest and self._model_keeps():
-                model_cache.save(digest, self.model)
+            why = self._model_not_kept() if digest else "only a confined run keeps it"
+            if why:
+                self.report["run"]["model_answers"] = f"run (not kept: {why})"
+            elif model_cache.save(digest, self.model) is None:
+                self.report["run"]["model_answers"] = f"run (not kept: {model_cache.folder()} cannot be written)"
         answer, check = {}, {}
         f, floor = self.options.timeout_factor, self.options.timeout_floor
         for ex_id, run in self.model.items():
@@ -359,20 +362,23 @@ class Grader:
                                available=self.available, devices=self.options.devices or 0,
                                course_root=self.course_root)
 
-    def _model_keeps(self) -> bool:
-        """Whether the model run just made may be kept: every answer and check ran, and it reads back the same."""
+    def _model_not_kept(self) -> str:
+        """Why the model run just made may not be kept ("" when it may): every answer and check must have run, and
+        it must read back the same."""
         for ex_id, run in self.model.items():
             if run.problem or (run.answer is not None and run.answer.kind != "ok"):
-                return False
-            if any(r.kind != "ran" or r.obs is None for r in run.checks.values()):
-                return False
+                return f"the model answer of {ex_id} did not run cleanly"
+            failed = [c for c, r in run.checks.items() if r.kind != "ran" or r.obs is None]
+            if failed:
+                return f"the model answer fails {failed[0]}"
         import dataclasses
 
         plain = {k: dataclasses.asdict(v) for k, v in self.model.items()}
         try:
-            return json.loads(json.dumps(plain)) == plain
+            same = json.loads(json.dumps(plain)) == plain
         except (TypeError, ValueError):
-            return False
+            same = False
+        return "" if same else "its records do not read back the same from JSON"
 
     def _allowed(self, learner: str, ex_id: str) -> bool:
         allow = self.options.allow_reviewed
