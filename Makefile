@@ -39,7 +39,11 @@ endif
 lab: $(LAB_STAMP)
 	@$(BOOT) $(if $(PORT),--port $(PORT)) --no-setup lab -- $(LAB_ARGS)
 
-test: setup test-tools unit notebooks
+# Every test and every stored notebook in one pytest session on TEST_WORKERS workers (what `make unit` and
+# `make notebooks` run one after the other), so the workers share out the notebooks too.
+test: setup test-tools
+	$(PY) -m graphcourse.authoring.build_exercises --check
+	$(PY) -m pytest -q $(XDIST) tests $(NBVAL) notebooks solutions
 
 # How many pytest workers make test and make test-fast use (pytest-xdist). Each test module runs whole on one worker
 # (--dist loadfile), so a graded class, a built site or a JupyterLab is made once; tests/conftest.py starts the
@@ -63,8 +67,9 @@ unit: setup
 	$(PY) -m graphcourse.authoring.build_exercises --check
 	$(PY) -m pytest -q $(XDIST) tests
 
+NBVAL = --nbval --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg
 notebooks: setup
-	$(PY) -m pytest -q -p no:randomly --nbval --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg notebooks solutions
+	$(PY) -m pytest -q $(NBVAL) notebooks solutions
 
 browser: setup
 	$(PY) -m pytest -q -m browser tests

@@ -53,10 +53,16 @@ def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys():
             item.add_marker(pytest.mark.slow)
-            slow[item.module.__name__] = slow.get(item.module.__name__, 0) + 1
+            slow[_module(item)] = slow.get(_module(item), 0) + 1
     # In parallel (make test: pytest-xdist, --dist loadfile) each module runs whole on one worker, so its session and
     # module fixtures (a graded class, a built site, a JupyterLab) are made once. The modules with the most slow tests
     # go first, so that no long module starts last while the other worker idles; the order is the same in every
     # worker, as xdist requires.
     first = {name: rank for rank, name in enumerate(sorted(slow, key=lambda n: (-slow[n], n)))}
-    items.sort(key=lambda item: first.get(item.module.__name__, len(first)))
+    items.sort(key=lambda item: first.get(_module(item), len(first)))
+
+
+def _module(item) -> str:
+    """The test module of an item; a notebook's path for nbval's cells (make test runs them in the same session)."""
+    module = getattr(item, "module", None)
+    return module.__name__ if module is not None else str(item.path)
