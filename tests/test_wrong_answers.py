@@ -2,9 +2,10 @@
 nothing on a CPU grader.
 
 tests/wrong_answers/EXERCISE/NAME.py is an answer cell that embodies one misconception (its header says which, where
-the course teaches it, and which checks must catch it). Each becomes one learner: the exercises/ copy of the notebook
-holding that exercise (06_exercises, 07_compile_and_control_flow, ...) with that answer in its exercise (the other
-answer cells deleted; the other notebooks not handed in). The whole class, with the model answers and an untouched
+the course teaches it, and which checks must catch it). Each is handed in in the exercises/ copy of the notebook
+holding that exercise (06_exercises, 07_compile_and_control_flow, ...), the k-th wrong answer of each of that
+notebook's exercises by the same learner (learner_of: the grader grades each exercise on its own); the learner's
+other answer cells are deleted and the other notebooks not handed in. The whole class, with the model answers and an untouched
 copy of every notebook, is graded once, by the real grader's command line (`python -m graphcourse.grading`), with
 the assignment's fixed hidden inputs (run the test with GRAPHCOURSE_GRADING_SEED=N for other seeds).
 """
@@ -43,8 +44,34 @@ def right_answers() -> list[Path]:
     return sorted(RIGHT.glob("ex*/*.py"))
 
 
-def learner_name(path: Path) -> str:
-    return f"{path.parent.name}--{path.stem}" + ("--right" if path.is_relative_to(RIGHT) else "")
+def answer_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}" + (" (right)" if path.is_relative_to(RIGHT) else "")
+
+
+_PACKED: dict[Path, str] = {}
+
+
+def learner_of(path: Path) -> str:
+    """The learner of the graded class who hands in this answer.
+
+    Answers are packed: the k-th wrong answer of every exercise of one notebook goes to that notebook's k-th learner
+    (the grader grades each exercise on its own: after a reset of the kernel, or in a fresh one after an answer that
+    left it unclean), so 150 answers need about 60 learners, and about 90 fewer kernels start. Right answers are
+    packed the same way among themselves, never beside a wrong one."""
+    if not _PACKED:
+        book = {ex.id: b.stem for b in classroom.BOOKS for ex in classroom.exercises(b)}
+        for kind, paths in (("wrong", wrong_answers()), ("right", right_answers())):
+            seen: dict[str, int] = {}
+            for answer in paths:  # sorted: the same packing every run
+                ex = answer.parent.name
+                seen[ex] = seen.get(ex, 0) + 1
+                _PACKED[answer] = f"{book[ex]}--{kind}-{seen[ex]}"
+    return _PACKED[path]
+
+
+def answered_by(learner: str) -> set[str]:
+    """The exercises `learner` answers (its other answer cells are deleted)."""
+    return {answer.parent.name for answer, name in _PACKED.items() if name == learner}
 
 
 def check_names() -> dict[str, set[str]]:
@@ -103,12 +130,14 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("wrong-class")
     model = classroom.model_answers()
     learners = {"model-answers": classroom.learner_books(model), "untouched-copy": classroom.learner_books({})}
+    packed: dict[str, dict[str, str]] = {}
     for path in wrong_answers() + right_answers():
+        packed.setdefault(learner_of(path), {})[path.parent.name] = path.read_text(encoding="utf-8")
+    for name, answers in packed.items():
         # the other answer cells deleted: those exercises are "missing" (no kernel), so the class grades quickly;
-        # only the notebook holding the exercise is handed in (the others: "not handed in", no kernel either)
-        learners[learner_name(path)] = classroom.learner_books({path.parent.name: path.read_text(encoding="utf-8")},
-                                                               others="delete",
-                                                               books=[classroom.book_of(path.parent.name)])
+        # only the notebook holding the exercises is handed in (the others: "not handed in", no kernel either)
+        learners[name] = classroom.learner_books(answers, others="delete",
+                                                 books=[classroom.book_of(next(iter(answers)))])
     for name, books in learners.items():
         (root / name).mkdir()
         for file_name, nb in books.items():
@@ -142,9 +171,9 @@ def test_the_model_answers_earn_every_point_graded_here(graded):
                 assert any(why in c["message"] for why in NEEDS.values()), c  # what the check needs, named
 
 
-@pytest.mark.parametrize("path", right_answers(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", right_answers(), ids=answer_id)
 def test_a_right_answer_written_another_way_earns_every_point_graded_here(graded, path):
-    mark = _ex(graded, learner_name(path), path.parent.name)
+    mark = _ex(graded, learner_of(path), path.parent.name)
     assert mark["points"] + mark.get("open", 0) == mark["max"], mark
     assert {c["status"] for c in mark["checks"].values()} <= {"passed", "not-graded"}, mark["checks"]
 
@@ -156,22 +185,23 @@ def test_an_untouched_copy_earns_nothing_on_a_cpu_grader(graded):
         assert mark["points"] == 0 and mark["status"] != "passed", (ex_id, mark)
 
 
-@pytest.mark.parametrize("path", wrong_answers(), ids=learner_name)
+@pytest.mark.parametrize("path", wrong_answers(), ids=answer_id)
 def test_a_wrong_answer_earns_nothing_for_the_checks_it_targets(graded, path):
     ex_id = path.parent.name
-    mark = _ex(graded, learner_name(path), ex_id)
+    learner = learner_of(path)
+    mark = _ex(graded, learner, ex_id)
     for name in header(path)["targets"].split():
         check = mark["checks"][f"{ex_id}/{name}"]
         assert check["points"] == 0 and check["status"] != "passed", (name, check)
     assert mark["points"] < mark["max"] - mark.get("open", 0), mark
     assert mark["status"] != "passed"
-    others = [m["points"] for e, m in graded["learners"][learner_name(path)]["exercises"].items() if e != ex_id]
-    assert sum(others) == 0, "a deleted answer earned points"
+    deleted = [m["points"] for e, m in graded["learners"][learner]["exercises"].items() if e not in answered_by(learner)]
+    assert deleted and sum(deleted) == 0, "a deleted answer earned points"
 
 
 def test_failed_checks_teach_without_giving_the_value(graded):
     """A failed check's message carries the check's hint, not the model's observation."""
     path = WRONG / "ex05_diagnose_profiles" / "graph_fixes_oom.py"
-    mark = _ex(graded, learner_name(path), "ex05_diagnose_profiles")
+    mark = _ex(graded, learner_of(path), "ex05_diagnose_profiles")
     message = json.dumps(mark)
     assert "memory first" in message
