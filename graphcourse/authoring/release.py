@@ -79,7 +79,11 @@ LESSON = re.compile(r"notebooks/[0-9][0-9]_[^/]*\.ipynb")
 
 
 def _title(path: Path, stamp: tuple[int, int]) -> str:
-    return _titles_seen.setdefault((str(path), stamp), nav.title(path))
+    """A lesson's title, read once per version of its file (the release dresses every lesson with all the titles)."""
+    key = (str(path), stamp)
+    if key not in _titles_seen:
+        _titles_seen[key] = nav.title(path)
+    return _titles_seen[key]
 
 
 _titles_seen: dict[tuple[str, tuple[int, int]], str] = {}
