@@ -514,7 +514,8 @@ def test_bench_lists_stops_starting_repeats_after_its_budget():
 
 
 def test_bench_helpers_borrowed_from_the_course_benchmark_resolve():
-    from graphcourse.gpulib.bench_serving import _driver_version, flat
+    from graphcourse.gpulib.bench_cli import driver_version
+    from graphcourse.gpulib.bench_serving import flat
 
     assert flat("t", [3.0, 1.0, 2.0]) == {"t": 2.0, "t_min": 1.0, "t_max": 3.0}
-    assert _driver_version() is None or isinstance(_driver_version(), str)
+    assert driver_version() is None or isinstance(driver_version(), str)

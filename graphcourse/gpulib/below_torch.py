@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from .bench import spread  # the course's one summary of repeats: median, min, max (and n)
+from .bench_cli import write_json  # while_node and the tests import it from here too
 
 __all__ = ["KERNELS", "three_ways", "update_vs_recapture", "first_launch", "provenance", "write_json", "record"]
 
@@ -247,22 +248,10 @@ def provenance(command: str) -> dict[str, Any]:
     """Where the cuda.core recordings were made: GPU, driver, CUDA, torch, cuda-core and cuda-bindings, date."""
     from importlib.metadata import version
 
-    import torch
+    from .bench_cli import provenance as measured_on
 
-    from .bench import _driver_version
-
-    return {
-        "gpu_name": torch.cuda.get_device_name(0), "driver": _driver_version(), "cuda": torch.version.cuda,
-        "torch": torch.__version__, "cuda_core": version("cuda-core"), "cuda_bindings": version("cuda-bindings"),
-        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command}
-
-
-def write_json(path: Any, data: dict[str, Any]) -> None:
-    """Write `data` to `path` atomically (a temporary file renamed over it): an interrupted run loses nothing."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
+    return measured_on(command.removeprefix("python -m "), cuda_core=version("cuda-core"),
+                       cuda_bindings=version("cuda-bindings"))
 
 
 def record(path: Any = None) -> dict[str, Any]:

@@ -7,18 +7,12 @@ read what it wrote through :mod:`graphcourse.lessons.reference`.
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import json
-import platform
-import shlex
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Sequence
-from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
+from . import bench_cli
+from .bench_cli import NO_CUDA_EXIT  # noqa: F401  (the exit code tests read here)
 
 CHAIN_KERNELS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -34,17 +28,6 @@ TARGETS = {
     "chain_1000_graph_us_per_node_max": 1.5,
     "bucketed_speedup_min": 3.0,
 }
-
-
-def _driver_version() -> str | None:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout
-        return out.strip().splitlines()[0] if out.strip() else None
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return None
 
 
 REPEATS = 7
@@ -71,22 +54,7 @@ def summarise(prefix: str, values: Sequence[float]) -> dict[str, float]:
 
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     """Where and how the figures were measured (no host name)."""
-    import torch
-
-    props = torch.cuda.get_device_properties(0)
-    return {
-        "gpu_name": torch.cuda.get_device_name(0),
-        "gpu_memory_bytes": props.total_memory,
-        "multiprocessors": props.multi_processor_count,
-        "driver": _driver_version(),
-        "cuda": torch.version.cuda,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": shlex.join(["python", "-m", "graphcourse.gpulib.bench", *argv]),
-        "quick": quick,
-        "timing": METHOD["timing"],
-    }
+    return bench_cli.provenance("graphcourse.gpulib.bench", argv, quick=quick, timing=METHOD["timing"])
 
 
 METHOD = {
@@ -471,25 +439,16 @@ def run_all(argv: Sequence[str], quick: bool) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure on the GPU and write JSON, or refuse in one line without CUDA."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    from ..core.paths import reference_path as default_reference_path
+    from ..core.paths import reference_path
 
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=default_reference_path(), help="JSON file to write")
-    parser.add_argument("--quick", action="store_true", help="fewer timed iterations (a smoke run)")
-    args = parser.parse_args(argv)
+    def measure(args, argv: list[str]) -> list[str]:
+        data = run_all(argv, args.quick)
+        bench_cli.write_json(args.out, data)
+        return [*summary_lines(data), f"wrote {args.out}"]
 
-    refused = refuse_without_cuda("graphcourse.gpulib.bench", "The lessons show the results recorded in "
-                                  "data/gpu_reference.json.")
-    if refused is not None:
-        return refused
-    data = run_all(argv, args.quick)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=1) + "\n")
-    for line in summary_lines(data):
-        print(line)
-    print(f"wrote {args.out}")
-    return 0
+    return bench_cli.run("graphcourse.gpulib.bench", __doc__, argv, measure, out=reference_path(),
+                         quick="fewer timed iterations (a smoke run)",
+                         recorded="The lessons show the results recorded in data/gpu_reference.json.")
 
 
 if __name__ == "__main__":

@@ -13,22 +13,18 @@ machines (the benchmark sets it when unset).
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
 import json
 import os
-import platform
-import shlex
 import sys
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 SECTIONS = ("beyond", "two_gpu")
 
 
 from .bench import summarise  # the course's one summary of repeats: median, min and max
-from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
+from . import bench_cli
+from .bench_cli import NO_CUDA_EXIT, update_json  # noqa: F401  (the exit code tests read here)
 
 
 def ratio_summary(prefix: str, num: Sequence[float], den: Sequence[float]) -> dict[str, float]:
@@ -40,28 +36,17 @@ def provenance(argv: Sequence[str], gpus: int | None = None) -> dict[str, Any]:
     """Which GPUs, how many, torch, CUDA, driver, NCCL, date and the command (no host name)."""
     import torch
 
-    from .bench import _driver_version
-
     count = torch.cuda.device_count() if gpus is None else gpus
     try:
         nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
     except Exception:
         nccl = None
-    return {
-        "gpu_names": [torch.cuda.get_device_name(i) for i in range(count)],
-        "gpu_count": count,
-        "gpu_name": torch.cuda.get_device_name(0) if count else None,
-        "driver": _driver_version(),
-        "cuda": torch.version.cuda,
-        "torch": torch.__version__,
-        "nccl": nccl,
-        "python": platform.python_version(),
-        "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE"),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": shlex.join(["python", "-m", "graphcourse.gpulib.bench_beyond", *argv]),
-        "timing": "per repeat: mean µs per call of back-to-back calls between two torch.cuda.Event records "
-                  "(CPU launch cost included), after warm-up; the paths compared are timed in turn in every repeat",
-    }
+    return bench_cli.provenance(
+        "graphcourse.gpulib.bench_beyond", argv,
+        gpu_names=[torch.cuda.get_device_name(i) for i in range(count)], gpu_count=count, nccl=nccl,
+        nccl_nvls_enable=os.environ.get("NCCL_NVLS_ENABLE"),
+        timing="per repeat: mean µs per call of back-to-back calls between two torch.cuda.Event records "
+               "(CPU launch cost included), after warm-up; the paths compared are timed in turn in every repeat")
 
 
 def _guard(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -244,24 +229,6 @@ def run_two_gpu(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     return data
 
 
-def update_json(path: Path, sections: dict[str, Any]) -> dict[str, Any]:
-    """Read `path` (if any), replace the given sections, write it back atomically; the whole new content."""
-    data: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f"{path} is not valid JSON ({exc}); restore it (git checkout -- {path}) and re-run.")
-        if not isinstance(data, dict):
-            raise SystemExit(f"{path} does not hold a JSON object; restore it (git checkout -- {path}) and re-run.")
-    data.update(sections)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
-    return data
-
-
 def summary_lines(sections: dict[str, Any]) -> list[str]:
     """A few readable lines per section for the terminal."""
     lines = []
@@ -289,42 +256,34 @@ def summary_lines(sections: dict[str, Any]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    from ..core.paths import reference_path as default_reference_path
+    """Command line: measure on the GPU and update the sections, or refuse in one line without CUDA."""
+    from ..core.paths import reference_path
 
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_beyond",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=default_reference_path(), help="JSON file to update")
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
-    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    def measure(args, argv: list[str]) -> list[str]:
+        import torch
 
-    refused = refuse_without_cuda("graphcourse.gpulib.bench_beyond", "Lesson 10 shows what data/gpu_reference.json "
-                                  "holds.")
-    if refused is not None:
-        return refused
-    import torch
+        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+        start = time.perf_counter()
+        new: dict[str, Any] = {}
+        if "beyond" in args.sections:
+            print("section beyond (one GPU):", flush=True)
+            new["beyond"] = run_beyond(argv, args.quick)
+            update_json(args.out, {"beyond": new["beyond"]})      # written now: a later failure cannot lose it
+        if "two_gpu" in args.sections:
+            if torch.cuda.device_count() < 2:
+                print(f"section two_gpu skipped: it needs two GPUs and this machine has {torch.cuda.device_count()}; "
+                      f"the file's two_gpu section (if any) is kept as it was.", flush=True)
+            else:
+                print("section two_gpu:", flush=True)
+                new["two_gpu"] = run_two_gpu(argv, args.quick)
+                update_json(args.out, {"two_gpu": new["two_gpu"]})
+        if not new:
+            return []
+        return [*summary_lines(new), f"updated {sorted(new)} in {args.out} in {time.perf_counter() - start:.0f} s"]
 
-    start = time.perf_counter()
-    new: dict[str, Any] = {}
-    if "beyond" in args.sections:
-        print("section beyond (one GPU):", flush=True)
-        new["beyond"] = run_beyond(argv, args.quick)
-        update_json(args.out, {"beyond": new["beyond"]})      # written now: a later failure cannot lose it
-    if "two_gpu" in args.sections:
-        if torch.cuda.device_count() < 2:
-            print(f"section two_gpu skipped: it needs two GPUs and this machine has {torch.cuda.device_count()}; "
-                  f"the file's two_gpu section (if any) is kept as it was.", flush=True)
-        else:
-            print("section two_gpu:", flush=True)
-            new["two_gpu"] = run_two_gpu(argv, args.quick)
-            update_json(args.out, {"two_gpu": new["two_gpu"]})
-    if new:
-        for line in summary_lines(new):
-            print(line)
-        print(f"updated {sorted(new)} in {args.out} in {time.perf_counter() - start:.0f} s")
-    return 0
+    return bench_cli.run("graphcourse.gpulib.bench_beyond", __doc__, argv, measure, out=reference_path(),
+                         out_help="JSON file to update", quick="fewer repeats (a smoke run)", sections=SECTIONS,
+                         recorded="Lesson 10 shows what data/gpu_reference.json holds.")
 
 
 if __name__ == "__main__":

@@ -11,15 +11,13 @@ is timed: the lesson reads messages and values, not speeds.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 from . import debugging as dbg
-from .bench_beyond import _guard, provenance, update_json
-from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
+from . import bench_cli
+from .bench_beyond import _guard, provenance
+from .bench_cli import NO_CUDA_EXIT  # noqa: F401  (the exit code tests read here)
 
 COMMAND = "python -m graphcourse.gpulib.bench_debugging"
 
@@ -55,22 +53,17 @@ def _in_child(call: str) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Command line: record on the GPU and write JSON, or refuse in one line without CUDA."""
     from ..core.paths import DATA_DIR
 
-    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DATA_DIR / "debugging.json", help="JSON file to write")
-    args = parser.parse_args(argv)
+    def measure(args, argv: list[str]) -> list[str]:
+        data = record(argv)
+        bench_cli.update_json(args.out, data)
+        return [*(f"{key}: {str(part)[:600]}" for key, part in data.items()),
+                f"wrote {args.out} in {data['elapsed_s']:.0f} s"]
 
-    refused = refuse_without_cuda(COMMAND, "Lesson 11 shows what data/debugging.json holds.")
-    if refused is not None:
-        return refused
-    data = record(argv)
-    update_json(args.out, data)
-    for key, part in data.items():
-        print(f"{key}: {str(part)[:600]}")
-    print(f"wrote {args.out} in {data['elapsed_s']:.0f} s")
-    return 0
+    return bench_cli.run(COMMAND.removeprefix("python -m "), __doc__, argv, measure, out=DATA_DIR / "debugging.json",
+                         recorded="Lesson 11 shows what data/debugging.json holds.")
 
 
 if __name__ == "__main__":

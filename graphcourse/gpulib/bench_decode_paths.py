@@ -20,12 +20,8 @@ fails is recorded as ``<section>_error`` and the others go on.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import datetime as _dt
 import json
-import platform
-import shlex
 import statistics
 import sys
 import time
@@ -33,7 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..core.paths import DECODE_PATHS_FILE as DATA_FILE, decode_paths_path
-from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
+from . import bench_cli
+from .bench_cli import NO_CUDA_EXIT  # noqa: F401  (the exit code tests read here)
 
 BATCHES = (1, 8)
 KS = (1, 4, 16, 32)
@@ -51,33 +48,13 @@ def default_path() -> Path:
 
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     """Where and how the figures were measured (no host name)."""
-    import torch
-
-    return {
-        "gpu_name": torch.cuda.get_device_name(0),
-        "driver": _driver_version(),
-        "cuda": torch.version.cuda,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": shlex.join(["python", "-m", "graphcourse.gpulib.bench_decode_paths", *argv]),
-        "quick": quick,
-        "timing": "per path and repeat: greedy-decode `tokens` tokens from position 0 after a reset; "
+    return bench_cli.provenance(
+        "graphcourse.gpulib.bench_decode_paths", argv, quick=quick,
+        timing="per path and repeat: greedy-decode `tokens` tokens from position 0 after a reset; "
         "us_per_token = wall time from the first launch to torch.cuda.synchronize() after the last, over "
         "tokens; issue_us_per_token = wall time until the CPU had issued every launch (before that "
         "synchronize), over tokens. Paths interleaved; median and spread (max - min) over the repeats.",
-    }
-
-
-def _driver_version() -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
-        return out.strip().splitlines()[0] if out.strip() else None
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return None
+    )
 
 
 def _allow_recompiles() -> None:
@@ -168,9 +145,7 @@ def build_paths(model: Any, batch: int, ks: Sequence[int], compiled_ks: Sequence
     default-mode kernels captured K steps per graph for each K in `compiled_ks`. Each path runs once
     and synchronises as it is built, so an error names the path that caused it.
     """
-    import torch
-
-    from .compiled import compiled_loop_step, eager_loop_step, own_code_object, timed_first_call
+    from .compiled import compiled_decode_step, compiled_loop_step, eager_loop_step, timed_first_call
     from .device_loop import MultiStepDecoder, graph_pool_bytes
 
     paths: list[Path_] = []
@@ -212,17 +187,7 @@ def build_paths(model: Any, batch: int, ks: Sequence[int], compiled_ks: Sequence
     checked(reduce)
 
     # the default-mode kernels captured K steps per graph by hand
-    compiled_for: dict[int, Any] = {}
-    keep_alive: list[Any] = []
-
-    def compiled_decode(tok: Any, pos: Any, cache: Any) -> Any:
-        fn = compiled_for.get(id(cache))
-        if fn is None:
-            keep_alive.append(cache)  # an id is unique only while its object lives
-            fn = compiled_for[id(cache)] = torch.compile(
-                own_code_object(lambda t, p: model.decode_step(t, p, cache)), mode="default", dynamic=False,
-                fullgraph=True)
-        return fn(tok, pos)
+    compiled_decode = compiled_decode_step(model)
 
     for k in compiled_ks:
         start = time.perf_counter()
@@ -532,33 +497,14 @@ def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str],
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure on the GPU and write JSON, or refuse in one line without CUDA."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_decode_paths",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=default_path(), help="JSON file to write")
-    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
-    parser.add_argument("--sections", default=",".join(DEFAULT_SECTIONS),
-                        help=f"comma-separated, from: {', '.join(ALL_SECTIONS)}")
-    args = parser.parse_args(argv)
-    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
-    unknown = set(sections) - set(ALL_SECTIONS)
-    if unknown:
-        parser.error(f"unknown section(s) {', '.join(sorted(unknown))}: choose from {', '.join(ALL_SECTIONS)}")
+    def measure(args, argv: list[str]) -> list[str]:
+        data = run_all(argv, args.quick, args.sections, after_section=lambda d: bench_cli.write_json(args.out, d))
+        bench_cli.write_json(args.out, data)
+        return [*summary_lines(data), f"wrote {args.out}"]
 
-    refused = refuse_without_cuda("graphcourse.gpulib.bench_decode_paths", f"Lessons 07 and 08 show data/{DATA_FILE}.")
-    if refused is not None:
-        return refused
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-
-    def write(data: dict[str, Any]) -> None:
-        args.out.write_text(json.dumps(data, indent=1) + "\n")
-
-    data = run_all(argv, args.quick, sections, after_section=write)
-    write(data)
-    for line in summary_lines(data):
-        print(line)
-    print(f"wrote {args.out}")
-    return 0
+    return bench_cli.run("graphcourse.gpulib.bench_decode_paths", __doc__, argv, measure, out=default_path(),
+                         quick="fewer repeats (a smoke run)", sections=ALL_SECTIONS, default_sections=DEFAULT_SECTIONS,
+                         recorded=f"Lessons 07 and 08 show data/{DATA_FILE}.")
 
 
 if __name__ == "__main__":

@@ -24,19 +24,17 @@ Without CUDA it measures nothing and exits with status 2 and a one-line reason.
 
 from __future__ import annotations
 
-import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..core.paths import DATA_DIR
-from .below_torch import write_json
 from .bench import spread
-from .bench_decode_paths import _decoder_path, _loop_path, _time_run, provenance as _decode_provenance
-from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
+from .bench_decode_paths import _decoder_path, _loop_path, _time_run
+from . import bench_cli
+from .bench_cli import NO_CUDA_EXIT, write_json  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
 
 DATA_FILE = "floors.json"
 BATCHES = (1, 8)
@@ -134,24 +132,10 @@ def _quiet_tf32_advice() -> None:
 
 def _compiled_step(model: Any) -> Callable[..., Any]:
     """torch.compile's default-mode kernels of one decode step, one compiled function per KV cache."""
-    import torch
+    from .compiled import compiled_decode_step
 
     _quiet_tf32_advice()
-    from .compiled import own_code_object
-
-    compiled_for: dict[int, Any] = {}
-    keep_alive: list[Any] = []
-
-    def step(tok: Any, pos: Any, cache: Any) -> Any:
-        fn = compiled_for.get(id(cache))
-        if fn is None:
-            keep_alive.append(cache)  # an id is unique only while its object lives
-            fn = compiled_for[id(cache)] = torch.compile(
-                own_code_object(lambda t, p: model.decode_step(t, p, cache)), mode="default", dynamic=False,
-                fullgraph=True)
-        return fn(tok, pos)
-
-    return step
+    return compiled_decode_step(model)
 
 
 def _fused_step(model: Any, mlp: bool, attention: bool, pdl: bool = False) -> Callable[..., Any]:
@@ -302,16 +286,15 @@ def targets(levers: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
-    p = _decode_provenance(argv, quick)
-    p["command"] = shlex.join(["python", "-m", "graphcourse.gpulib.bench_floors", *argv])
-    p["timing"] = ("levers: per path and repeat, greedy-decode `tokens` tokens from position 0 after a reset; "
-                   "us_per_token = wall time from the first launch to torch.cuda.synchronize() after the last, "
-                   "over tokens; paths interleaved; median and spread over the repeats. anatomy: torch.profiler "
-                   "(CUPTI) kernel records of single graph replays, each followed by a synchronize.")
     from .fused_mlp import pdl_support
 
-    p["triton"] = pdl_support()
-    return p
+    return bench_cli.provenance(
+        "graphcourse.gpulib.bench_floors", argv, quick=quick,
+        timing="levers: per path and repeat, greedy-decode `tokens` tokens from position 0 after a reset; "
+               "us_per_token = wall time from the first launch to torch.cuda.synchronize() after the last, "
+               "over tokens; paths interleaved; median and spread over the repeats. anatomy: torch.profiler "
+               "(CUPTI) kernel records of single graph replays, each followed by a synchronize.",
+        triton=pdl_support())
 
 
 def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str],
@@ -337,43 +320,39 @@ def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str],
     return data
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_floors",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=default_path(), help="JSON file to write")
-    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
-    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, from: {', '.join(SECTIONS)}")
-    args = parser.parse_args(argv)
-    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
-    unknown = set(sections) - set(SECTIONS)
-    if unknown:
-        parser.error(f"unknown section(s) {', '.join(sorted(unknown))}: choose from {', '.join(SECTIONS)}")
-    refused = refuse_without_cuda("graphcourse.gpulib.bench_floors", f"Lesson 13 shows data/{DATA_FILE}.")
-    if refused is not None:
-        return refused
-    data = run_all(argv, args.quick, sections, after=lambda d: write_json(args.out, d))
-    write_json(args.out, data)
+def summary_lines(data: dict[str, Any]) -> list[str]:
+    """A few lines for the terminal: each path's µs per token by batch, the anatomy of each replay, the targets."""
+    out = []
     for b in data.get("levers", []):
-        print(f"batch {b['batch']}:")
+        out.append(f"batch {b['batch']}:")
         for r in b["rows"]:
             t = r["us_per_token"]
-            print(f"  {r['path']:<24} {t['median']:8.1f} us/token ({t['min']:.1f}..{t['max']:.1f}) "
-                  f"tokens equal {r['tokens_equal_to_eager']:.2f}")
-        for k, v in b["errors"].items():
-            print(f"  {k}: {v[:300]}")
+            out.append(f"  {r['path']:<24} {t['median']:8.1f} us/token ({t['min']:.1f}..{t['max']:.1f}) "
+                       f"tokens equal {r['tokens_equal_to_eager']:.2f}")
+        out += [f"  {k}: {v[:300]}" for k, v in b["errors"].items()]
     for b in data.get("anatomy", []):
         for name, a in b["paths"].items():
             if "error" in a:
-                print(f"anatomy batch {b['batch']} {name}: {a['error'][:300]}")
+                out.append(f"anatomy batch {b['batch']} {name}: {a['error'][:300]}")
                 continue
-            print(f"anatomy batch {b['batch']} {name}: {a['kernels_per_replay']} kernels, span "
-                  f"{a['span_us']['median']:.1f} us, kernels {a['kernel_us']['median']:.1f}, gaps "
-                  f"{a['gap_us']['median']:.1f}")
-    print(json.dumps(data.get("targets", {})), json.dumps({k: v for k, v in data.get("device", {}).items()
-                                                          if k != "how"}))
-    print(f"wrote {args.out}")
-    return 0
+            out.append(f"anatomy batch {b['batch']} {name}: {a['kernels_per_replay']} kernels, span "
+                       f"{a['span_us']['median']:.1f} us, kernels {a['kernel_us']['median']:.1f}, gaps "
+                       f"{a['gap_us']['median']:.1f}")
+    out.append(json.dumps(data.get("targets", {})) + " "
+               + json.dumps({k: v for k, v in data.get("device", {}).items() if k != "how"}))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: measure on the GPU and write JSON, or refuse in one line without CUDA."""
+    def measure(args, argv: list[str]) -> list[str]:
+        data = run_all(argv, args.quick, args.sections, after=lambda d: write_json(args.out, d))
+        write_json(args.out, data)
+        return [*summary_lines(data), f"wrote {args.out}"]
+
+    return bench_cli.run("graphcourse.gpulib.bench_floors", __doc__, argv, measure, out=default_path(),
+                         quick="fewer repeats (a smoke run)", sections=SECTIONS,
+                         recorded=f"Lesson 13 shows data/{DATA_FILE}.")
 
 
 if __name__ == "__main__":

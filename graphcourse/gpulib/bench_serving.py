@@ -11,15 +11,8 @@ after 150 s is skipped); ``--quick``: a few seconds.
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
 import gc
-import json
-import os
-import platform
-import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -53,32 +46,14 @@ METHOD = {
 }
 
 
-def _driver_version() -> str | None:
-    from .bench import _driver_version as driver
-
-    return driver()
-
-
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     """Where and how the section was measured (no host name)."""
-    import torch
-
-    props = torch.cuda.get_device_properties(0)
-    return {
-        "gpu_name": torch.cuda.get_device_name(0),
-        "gpu_memory_bytes": props.total_memory,
-        "driver": _driver_version(),
-        "cuda": torch.version.cuda,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": shlex.join(["python", "-m", "graphcourse.gpulib.bench_serving", *argv]),
-        "quick": quick,
-    }
+    return bench_cli.provenance("graphcourse.gpulib.bench_serving", argv, quick=quick)
 
 
+from . import bench_cli
 from .bench import spread, summarise as flat  # the course's one summary of repeats: median, min and max
-from .bench_cli import NO_CUDA_EXIT, refuse_without_cuda  # noqa: F401  (NO_CUDA_EXIT: the exit code tests read here)
+from .bench_cli import NO_CUDA_EXIT  # noqa: F401  (the exit code tests read here)
 
 
 def update_section(path: Path, section: dict[str, Any], name: str = SECTION) -> dict[str, Any]:
@@ -87,28 +62,8 @@ def update_section(path: Path, section: dict[str, Any], name: str = SECTION) -> 
     A missing file is created with the section's provenance at the top level too (the readers
     require one). A file that is not a JSON object is refused, never overwritten.
     """
-    path = Path(path)
-    if path.exists():
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f"{path} is not valid JSON ({exc}); not overwriting it. Restore it with git checkout.")
-        if not isinstance(data, dict):
-            raise SystemExit(f"{path} does not hold a JSON object; not overwriting it.")
-    else:
-        data = {"provenance": dict(section.get("provenance", {}), note=f"file created by the '{name}' benchmark")}
-    data[name] = section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(data, indent=1) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return data
+    return bench_cli.update_json(path, {name: section}, new_file={"provenance": dict(
+        section.get("provenance", {}), note=f"file created by the '{name}' benchmark")})
 
 
 def bench_lists(lists: dict[str, tuple[int, ...]], repeats: int, progress: bool | None = None, *,
@@ -297,25 +252,16 @@ def summary_lines(sec: dict[str, Any]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure on the GPU and update the section, or refuse in one line without CUDA."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    from ..core.paths import reference_path as default_reference_path
+    from ..core.paths import reference_path
 
-    parser = argparse.ArgumentParser(prog="python -m graphcourse.gpulib.bench_serving",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=default_reference_path(), help="JSON file to update")
-    parser.add_argument("--quick", action="store_true", help="fewer lists and repeats (a smoke run)")
-    args = parser.parse_args(argv)
+    def measure(args, argv: list[str]) -> list[str]:
+        sec = run_section(argv, args.quick)
+        update_section(args.out, sec)
+        return [*summary_lines(sec), f"updated section '{SECTION}' of {args.out}"]
 
-    refused = refuse_without_cuda("graphcourse.gpulib.bench_serving", "Lesson 09 shows the section recorded in "
-                                  "data/gpu_reference.json.")
-    if refused is not None:
-        return refused
-    sec = run_section(argv, args.quick)
-    update_section(args.out, sec)
-    for line in summary_lines(sec):
-        print(line)
-    print(f"updated section '{SECTION}' of {args.out}")
-    return 0
+    return bench_cli.run("graphcourse.gpulib.bench_serving", __doc__, argv, measure, out=reference_path(),
+                         out_help="JSON file to update", quick="fewer lists and repeats (a smoke run)",
+                         recorded="Lesson 09 shows the section recorded in data/gpu_reference.json.")
 
 
 if __name__ == "__main__":

@@ -115,6 +115,26 @@ def own_code_object(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+
+def compiled_decode_step(model: Any) -> Callable[..., Any]:
+    """``step(tok, pos, cache)``: torch.compile's default-mode kernels of one decode step (no graph of its own), one
+    compiled function per KV cache, for the benchmarks to capture K steps per graph by hand."""
+    import torch
+
+    compiled_for: dict[int, Any] = {}
+    keep_alive: list[Any] = []
+
+    def step(tok: Any, pos: Any, cache: Any) -> Any:
+        fn = compiled_for.get(id(cache))
+        if fn is None:
+            keep_alive.append(cache)  # an id is unique only while its object lives
+            fn = compiled_for[id(cache)] = torch.compile(
+                own_code_object(lambda t, p: model.decode_step(t, p, cache)), mode="default", dynamic=False,
+                fullgraph=True)
+        return fn(tok, pos)
+
+    return step
+
 def timed_first_call(fn: Callable[[], Any], sync: Callable[[], None] | None = None) -> tuple[Any, float]:
     """Call `fn` once and return (its result, seconds): for a compiled function, the compile time."""
     start = time.perf_counter()
