@@ -109,6 +109,13 @@ def three_ways(n: int = 1 << 16, a: float = 2.0, b: float = 1.0) -> dict[str, An
     torch = kit.torch
     out: dict[str, Any] = {"n": n, "a": a, "b": b}
 
+    def right(result: Any, launch: Any, sync: Any) -> bool:
+        """Zero the graph's output, launch it once, wait: did it compute relu(x * a + b)?"""
+        result.zero_()
+        launch()
+        sync()
+        return bool(torch.allclose(result, kit.expected(a, b)))
+
     # 1. torch: stream capture of torch's own kernels
     static = torch.empty(n, device="cuda")
     s = torch.cuda.Stream()
@@ -132,19 +139,13 @@ def three_ways(n: int = 1 << 16, a: float = 2.0, b: float = 1.0) -> dict[str, An
 
     shape = _dot_shape(dump)
     g.instantiate()
-    static.zero_()
-    g.replay()
-    torch.cuda.synchronize()
-    out["torch_capture"] = dict(shape, right=bool(torch.allclose(static, kit.expected(a, b))))
+    out["torch_capture"] = dict(shape, right=right(static, g.replay, torch.cuda.synchronize))
 
     # 2. cuda.core: stream capture of our own kernels
     gb = kit.builder(a, b)
     shape = _dot_shape(gb.debug_dot_print)
     exe = gb.complete()
-    kit.out.zero_()
-    exe.launch(kit.stream)
-    kit.stream.sync()
-    out["cuda_core_capture"] = dict(shape, right=bool(torch.allclose(kit.out, kit.expected(a, b))))
+    out["cuda_core_capture"] = dict(shape, right=right(kit.out, lambda: exe.launch(kit.stream), kit.stream.sync))
 
     # 3. explicit nodes and edges: each launch depends on the node it is called on
     np_, n64 = kit.np, kit.np.uint64(n)
@@ -154,10 +155,7 @@ def three_ways(n: int = 1 << 16, a: float = 2.0, b: float = 1.0) -> dict[str, An
     n2.launch(kit.config, kit.relu, kit.p(kit.z), kit.p(kit.out), n64)
     shape = _dot_shape(gdef.debug_dot_print)
     exe2 = gdef.instantiate()
-    kit.out.zero_()
-    exe2.launch(kit.stream)
-    kit.stream.sync()
-    out["explicit_nodes"] = dict(shape, right=bool(torch.allclose(kit.out, kit.expected(a, b))))
+    out["explicit_nodes"] = dict(shape, right=right(kit.out, lambda: exe2.launch(kit.stream), kit.stream.sync))
     return out
 
 

@@ -51,6 +51,26 @@ def _time_us(fn: Any, iters: int, device: Any) -> float:
     return (time.perf_counter() - t0) * 1e6 / iters
 
 
+def capture_all_reduce(buf: Any, side: Any, ops: int = 1, warm: Any = None) -> Any:
+    """A CUDA graph of `ops` all_reduces of `buf`, captured on the stream `side`.
+
+    Three eager all_reduces of `warm` (default `buf`) run on `side` first, so that NCCL has set itself up before
+    the capture: warm-up on a side stream, as in the CUDA-graphs section of PyTorch's CUDA semantics notes."""
+    import torch
+    import torch.distributed as dist
+
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            dist.all_reduce(buf if warm is None else warm)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        for _ in range(ops):
+            dist.all_reduce(buf)
+    return graph
+
+
 def _worker(rank: int, world: int, backend: str, port: int, sizes: Sequence[int], repeats: int,
             ops_per_graph: int, replays: int, out_path: str) -> None:
     import torch
@@ -75,15 +95,7 @@ def _worker(rank: int, world: int, backend: str, port: int, sizes: Sequence[int]
         result["eager_sum"] = float(buf[0])
         if use_cuda:
             result["nccl_version"] = ".".join(str(v) for v in torch.cuda.nccl.version())
-            side = torch.cuda.Stream(device=device)
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    dist.all_reduce(buf)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, stream=side):
-                dist.all_reduce(buf)
+            g = capture_all_reduce(buf, torch.cuda.Stream(device=device))
             sums = []
             for _ in range(2):
                 buf.fill_(float(rank + 1))
@@ -98,16 +110,7 @@ def _worker(rank: int, world: int, backend: str, port: int, sizes: Sequence[int]
         for n in sizes:
             x = torch.zeros(n, device=device)      # zeros: repeated sums stay 0, the values never overflow
             if use_cuda:
-                side = torch.cuda.Stream(device=device)
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    for _ in range(3):
-                        dist.all_reduce(x)
-                torch.cuda.synchronize()
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, stream=side):
-                    for _ in range(ops_per_graph):
-                        dist.all_reduce(x)
+                graph = capture_all_reduce(x, torch.cuda.Stream(device=device), ops=ops_per_graph)
             samples: dict[str, list[float]] = {"eager": [], "graph": []}
             for _ in range(repeats):
                 dist.barrier()

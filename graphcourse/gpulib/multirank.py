@@ -270,6 +270,8 @@ def _scenario_rank(rank: int, world: int, log: Callable, name: str, port: int, s
     import torch
     import torch.distributed as dist
 
+    from .multigpu import capture_all_reduce
+
     torch.cuda.set_device(rank)              # before anything else: every default stream on this rank's GPU
     device = torch.device("cuda", rank)
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
@@ -281,16 +283,8 @@ def _scenario_rank(rank: int, world: int, log: Callable, name: str, port: int, s
         nvls=os.environ.get("NCCL_NVLS_ENABLE"), symm_multicast_off=os.environ.get("TORCH_SYMM_MEM_DISABLE_MULTICAST"))
     n = 2 * size if (name == "pad_mismatch" and rank == 1) else size
     buf = torch.zeros(n, device=device)
-    side = torch.cuda.Stream(device=device)
     warm = torch.zeros(size, device=device)   # the same size on every rank: the warm-up itself must match
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            dist.all_reduce(warm)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=side):
-        dist.all_reduce(buf)
+    g = capture_all_reduce(buf, torch.cuda.Stream(device=device), warm=warm)
     log("captured", size=n)
     expected = world * (world + 1) / 2
     mine = replays - 1 if (name == "skipped_replay" and last) else replays

@@ -9,6 +9,7 @@ the end, one at a time (the machine is quieter then), and the retry's result sta
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -563,18 +564,27 @@ class Grader:
         self.report["run"].update(confined=False, confinement="graded by the Dask workers (see run.cluster)")
         bar = self._progress(len(learners))
         try:
-            self._write_known(absent, kept)
-            if learners:
-                await self.cluster.grade(learners, bar)
+            with self._running(bar):
+                self._write_known(absent, kept)
+                if learners:
+                    await self.cluster.grade(learners, bar)
+        finally:
+            await self.cluster.close()
+        return self.report
+
+    @contextlib.contextmanager
+    def _running(self, bar):
+        """However a run ends, its status and the report on disk say so: "complete" when the body ends, STOPPED on
+        Ctrl-C (which goes on), "running" after the grader's own error; the progress bar is closed first."""
+        try:
+            yield
             self.report["run"]["status"] = "complete"
         except asyncio.CancelledError:
             self.report["run"]["status"] = STOPPED
             raise
         finally:
             bar.close()
-            await self.cluster.close()
             self._write()
-        return self.report
 
     def in_order(self, rec: dict) -> dict:
         """A record in the one order every output is written in: notebooks, exercises and checks as the solutions
@@ -676,35 +686,29 @@ class Grader:
             self.slots.put_nowait(s)
         bar = self._progress(len(learners))
         try:
-            self._write_known(absent, kept)
-            if not learners:  # every learner kept from the earlier report: nothing to run
-                self.report["run"]["status"] = "complete"
-                return self.report
-            await self._model()
-            self.report["run"]["time_limits_s"] = {"floor": self.options.timeout_floor,
-                                                   "factor": self.options.timeout_factor,
-                                                   "answer": {k: round(v, 1) for k, v in self.limits.answer.items()},
-                                                   "budget_per_learner": self.options.budget}
+            with self._running(bar):
+                self._write_known(absent, kept)
+                if not learners:  # every learner kept from the earlier report: nothing to run
+                    return self.report
+                await self._model()
+                self.report["run"]["time_limits_s"] = {"floor": self.options.timeout_floor,
+                                                       "factor": self.options.timeout_factor,
+                                                       "answer": {k: round(v, 1) for k, v in self.limits.answer.items()},
+                                                       "budget_per_learner": self.options.budget}
 
-            async def one(learner: Learner):
-                try:
-                    await self._with_slot(lambda slot: self._grade_learner(learner, slot))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # the grader's own fault: this learner only, said plainly
-                    rec = self._learner_record("error", [f"the grader failed on this learner ({type(exc).__name__}: {exc})"])
-                    self.report["learners"][learner.name] = rec
-                self._write(learner.name)
-                bar.update()
-            await asyncio.gather(*(one(l) for l in learners))
-            await self._retry_timeouts(learners)
-            self.report["run"]["status"] = "complete"
-        except asyncio.CancelledError:
-            self.report["run"]["status"] = STOPPED
-            raise
+                async def one(learner: Learner):
+                    try:
+                        await self._with_slot(lambda slot: self._grade_learner(learner, slot))
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:  # the grader's own fault: this learner only, said plainly
+                        self.report["learners"][learner.name] = self._learner_record(
+                            "error", [f"the grader failed on this learner ({type(exc).__name__}: {exc})"])
+                    self._write(learner.name)
+                    bar.update()
+                await asyncio.gather(*(one(l) for l in learners))
+                await self._retry_timeouts(learners)
         finally:
-            bar.close()
-            self._write()
             unmount_under(self.tmp)
             shutil.rmtree(self.tmp, ignore_errors=True)
             if self.uid_pool is not None:

@@ -18,6 +18,7 @@ from toygraph.streams import StreamGraph
 
 from ..errors import ReferenceDataError, ReferenceDataMissingError
 from .palette import COLORS, install_alt_text
+from .plots import finish
 from .reference import BEYOND_COMMAND, beyond_label, beyond_section, load_reference
 
 install_alt_text()
@@ -356,12 +357,7 @@ def plot_losses(section: dict[str, Any] | None, live: dict[str, list[float]] | N
     styles = ["-", "--", ":", "-.", (0, (1, 3)), (0, (5, 1))]
     for i, (name, values) in enumerate(curves.items()):
         ax.plot(range(1, len(values) + 1), values, linestyle=styles[i % len(styles)], label=name, linewidth=1.4)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("MSE loss")
-    ax.set_title("the same training run, eager and graphed", fontsize=10, loc="left")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, "training step", "MSE loss", "the same training run, eager and graphed")
 
 
 def allreduce_lines(section: dict[str, Any] | None) -> str:
@@ -422,12 +418,8 @@ def plot_allreduce(section: dict[str, Any] | None) -> Figure | None:
         err = [[m - r[f"{key}_min"] for m, r in zip(mid, rows)], [r[f"{key}_max"] - m for m, r in zip(mid, rows)]]
         ax.errorbar(sizes, mid, yerr=err, marker=marker, capsize=3, label=label)
     ax.set_xscale("log")
-    ax.set_xlabel("message size (KiB)")
-    ax.set_ylabel("µs per all-reduce")
-    ax.set_title("NCCL all-reduce across two GPUs (rank 0's timing)", fontsize=10, loc="left")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, "message size (KiB)", "µs per all-reduce",
+                  "NCCL all-reduce across two GPUs (rank 0's timing)")
 
 
 def trap_lines(section: dict[str, Any] | None) -> str:

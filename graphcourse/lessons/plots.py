@@ -20,6 +20,16 @@ LABELS = {
 }
 
 
+def finish(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str) -> Figure:
+    """The course's look for a small line chart: both axes labelled, the title small and on the left, a legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def draw_timeline(timeline: Timeline, ax: Axes | None = None, title: str = "", max_us: float | None = None) -> Axes:
     """Draw one timeline as two lanes, CPU above GPU; white space in the GPU lane is the GPU sitting idle."""
     if ax is None:
