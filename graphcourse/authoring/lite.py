@@ -558,6 +558,17 @@ def pip_download(requirement: str, dest: Path, python: str) -> Path:
     return Path(shutil.copy2(found[0], dest / found[0].name))
 
 
+def course_data(packages: list[str]) -> dict[str, Path]:
+    """The data files the browser's graphcourse wheel carries, as 'folder/file' -> file (see build_course_wheel)."""
+    # the recorded GPU results the lessons read (gpu_reference.json, decode_paths.json for lessons 07 and 08),
+    # installed as site-packages/data/, where graphcourse.lessons.reference and graphcourse.lessons.decode_paths look for them
+    data = {f"data/{path.name}": path for path in sorted((ROOT / "data").glob("*.json"))}
+    # the tables a browser module reads beside itself (engine_facts.toml, capture_sizes_sources.toml)
+    data.update({path.relative_to(ROOT).as_posix(): path for path in sorted((ROOT / "graphcourse").rglob("*.toml"))
+                 if path.parent.relative_to(ROOT).as_posix().replace("/", ".") in packages})
+    return data
+
+
 def build_course_wheel(name: str, packages: list[str], modules: dict[str, Path], dest: Path,
                        data: dict[str, Path] | None = None) -> Path:
     """A pure-Python wheel of some of the repository's modules, built with setuptools (no download).
@@ -569,7 +580,7 @@ def build_course_wheel(name: str, packages: list[str], modules: dict[str, Path],
         project = Path(tmp)
         for rel, path in (data or {}).items():
             folder, _, file = rel.partition("/")
-            (project / folder).mkdir(parents=True, exist_ok=True)
+            (project / folder / file).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, project / folder / file)
             package_data.setdefault(folder, []).append(file)
             packages = [*packages, folder] if folder not in packages else packages
@@ -635,10 +646,7 @@ def prepare_pyodide(static: Path) -> dict[str, list[str]]:
         init = ROOT.joinpath(*parts, "__init__.py")
         modules[mod] = init if init.exists() else ROOT.joinpath(*parts).with_suffix(".py")
     packages = sorted({m if modules[m].name == "__init__.py" else m.rsplit(".", 1)[0] for m in modules})
-    # the recorded GPU results the lessons read (gpu_reference.json, decode_paths.json for lessons 07 and 08),
-    # installed as site-packages/data/, where graphcourse.lessons.reference and graphcourse.lessons.decode_paths look for them
-    data = {f"data/{path.name}": path for path in sorted((ROOT / "data").glob("*.json"))}
-    course = build_course_wheel("graphcourse", packages, modules, pyodide, data)
+    course = build_course_wheel("graphcourse", packages, modules, pyodide, course_data(packages))
     keep["graphcourse"] = _lock_entry(course, "graphcourse", ["graphcourse"], ["toygraph"])
     origin["built here"] += [toy.name, course.name]
     lock["packages"] = keep

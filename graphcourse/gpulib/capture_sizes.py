@@ -1,8 +1,9 @@
 """The capture-size rules of vLLM and SGLang, read from their source, and the allocator sizes behind their memory.
 
 Pure functions, no torch: the engines' default lists of batch sizes to capture (:data:`SOURCES`
-says which file, function and commit each rule was read from), PyTorch's caching-allocator segment
-sizes, a batch-size distribution for teaching, and the family of candidate lists lesson 09 trades.
+says which file, function and commit each rule was read from; capture_sizes_sources.toml, beside this
+module, holds it), PyTorch's caching-allocator segment sizes, a batch-size distribution for teaching,
+and the family of candidate lists lesson 09 trades.
 The benchmark (:mod:`graphcourse.gpulib.bench_serving`) measures these lists on a GPU; the lesson's
 helpers (:mod:`graphcourse.lessons.serving`) plot and explain them.
 """
@@ -10,6 +11,8 @@ helpers (:mod:`graphcourse.lessons.serving`) plot and explain them.
 from __future__ import annotations
 
 import math
+import tomllib
+from pathlib import Path
 
 from toygraph.buckets import check_buckets, every_n, powers_of_two
 
@@ -32,112 +35,22 @@ __all__ = [
     "candidate_lists",
 ]
 
-SOURCES: dict[str, dict[str, str]] = {
-    "vllm_sizes": {
-        "repo": "vllm-project/vllm", "commit": "000fc94b754f66aeb60ef5acf1ea2e94cdc65164",
-        "file": "vllm/config/vllm.py", "function": "VllmConfig._set_cudagraph_sizes",
-    },
-    "vllm_batch_defaults": {
-        "repo": "vllm-project/vllm", "commit": "99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b",
-        "file": "vllm/engine/arg_utils.py",
-        "function": "EngineArgs._set_default_args (same rule; EngineArgs.get_batch_defaults in newer versions)",
-    },
-    "vllm_dispatch": {
-        "repo": "vllm-project/vllm", "commit": "ae2e8e62cea0f6c030f92234cb863acdc48658cb",
-        "file": "vllm/v1/cudagraph_dispatcher.py",
-        "function": "Model Runner V1: CudagraphDispatcher._compute_bs_to_padded_graph_size, dispatch, get_capture_descs",
-    },
-    "vllm_capture_order": {
-        "repo": "vllm-project/vllm", "commit": "4e1790651fc758c06c7a903dd4cd82364ac91b27",
-        "file": "vllm/v1/worker/gpu_model_runner.py",
-        "function": "Model Runner V1: GPUModelRunner.capture_model, _capture_cudagraphs",
-    },
-    "vllm_v2_default": {
-        "repo": "vllm-project/vllm", "commit": "000fc94b754f66aeb60ef5acf1ea2e94cdc65164",
-        "file": "vllm/config/vllm.py",
-        "function": "VllmConfig.use_v2_model_runner, _get_v2_model_runner_unsupported_features "
-                    "(default for all models since PR #53183)",
-    },
-    "vllm_v2_cudagraphs": {
-        "repo": "vllm-project/vllm", "commit": "00383f8c782b1dffcf629664639e99636c3d8cab",
-        "file": "vllm/v1/worker/gpu/cudagraph_utils.py",
-        "function": "Model Runner V2: CudaGraphManager.__init__, capture, get_cudagraph_runtime_mode; "
-                    "get_cudagraph_sizes, capture_graphs",
-    },
-    "vllm_breakable_default": {
-        "repo": "vllm-project/vllm", "commit": "000fc94b754f66aeb60ef5acf1ea2e94cdc65164",
-        "file": "vllm/config/vllm.py",
-        "function": "DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES, VllmConfig._maybe_enable_breakable_cudagraph",
-    },
-    "vllm_breakable_cudagraph": {
-        "repo": "vllm-project/vllm", "commit": "7fd795322cf0131764e80a1e57d19c36e7a8bcc4",
-        "file": "vllm/compilation/breakable_cudagraph.py",
-        "function": "module docstring; eager_break_during_capture, BreakableCUDAGraphCapture.add_eager",
-    },
-    "vllm_splitting_ops": {
-        "repo": "vllm-project/vllm", "commit": "ee525ce4fc8c9cfdedbbad878dcb2bccbb3c4b95",
-        "file": "vllm/config/compilation.py", "function": "CompilationConfig._attention_ops, splitting_ops",
-    },
-    "sglang_sizes": {
-        "repo": "sgl-project/sglang", "commit": "(behaviour differs across versions; see the lesson)",
-        "file": "python/sglang/srt/server_args.py",
-        "function": "ServerArgs._generate_cuda_graph_batch_sizes, _handle_gpu_memory_settings",
-    },
-    "sglang_pad_slot": {
-        "repo": "sgl-project/sglang", "commit": "(behaviour differs across versions; see the lesson)",
-        "file": "python/sglang/srt/mem_cache/memory_pool.py", "function": "KV pools' _create_buffers, allocator clear",
-    },
-    "vllm_pad_slot": {
-        "repo": "vllm-project/vllm", "commit": "00bd1493b3e82d6c13c68ee8a0e1c5a96707e190",
-        "file": "vllm/v1/attention/backends/utils.py, csrc/cache_kernels.cu",
-        "function": "PAD_SLOT_ID; reshape_and_cache_kernel (cache_kernels.cu read at 693083ae)",
-    },
-    "sglang_runner": {
-        "repo": "sgl-project/sglang", "commit": "21514ff5bdad2ae598bf3070d3a583aa4fa35ae7",
-        "file": "python/sglang/srt/model_executor/cuda_graph_runner.py",
-        "function": "get_batch_sizes_to_capture, CudaGraphRunner.capture, can_run, replay_prepare",
-    },
-    "sglang_capture_failed": {
-        "repo": "sgl-project/sglang", "commit": "(behaviour differs across versions; see the lesson)",
-        "file": "python/sglang/srt/model_executor/cuda_graph_runner.py", "function": "CUDA_GRAPH_CAPTURE_FAILED_MSG",
-    },
-    "vllm_kv_cache_sizing": {
-        "repo": "vllm-project/vllm", "commit": "35d5cda123ec28581759b6d34cde8052314fb1e6",
-        "file": "vllm/v1/worker/gpu_worker.py",
-        "function": "Worker.determine_available_memory, compile_or_warm_up_model (before the graph estimate)",
-    },
-    "vllm_cudagraph_estimate": {
-        "repo": "vllm-project/vllm",
-        "commit": "(vLLM PR #30515: added, off by default; the worker's log line: on by default since v0.21.0)",
-        "file": "vllm/envs.py, vllm/v1/worker/gpu_worker.py",
-        "function": "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; GPUModelRunner.profile_cudagraph_memory",
-    },
-    "vllm_kv_cache_update_op": {
-        "repo": "vllm-project/vllm", "commit": "71169c16e9880bb04020f0479a847dc378920f0a",
-        "file": "vllm/model_executor/layers/attention/attention.py",
-        "function": "unified_kv_cache_update; unified_attention_with_output(kv_cache_dummy_dep)",
-    },
-    "vllm_splitting_kv_update": {
-        "repo": "vllm-project/vllm", "commit": "(vLLM PR #33441, for issue #33267)",
-        "file": "vllm/config/compilation.py",
-        "function": "CompilationConfig.set_splitting_ops_for_v1 appends vllm::unified_kv_cache_update",
-    },
-    "sglang_mem_fraction": {
-        "repo": "sgl-project/sglang", "commit": "001067fffe33427bee0ed2f007fb7551a1d76b44",
-        "file": "python/sglang/srt/server_args.py",
-        "function": "ServerArgs._handle_gpu_memory_settings, reserve_for_graph_mb, post_capture_kv_sizing_planned",
-    },
-    "sglang_post_capture_kv_sizing": {
-        "repo": "sgl-project/sglang", "commit": "0003215cf1464f44b389cd0b18d0b4c56f2a3da6",
-        "file": "python/sglang/srt/environ.py", "function": "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING = EnvBool(False)",
-    },
-    "caching_allocator": {
-        "repo": "pytorch/pytorch", "commit": "001074d25084fdb87a799823e395a50f5ec044d3",
-        "file": "c10/cuda/CUDACachingAllocator.cpp",
-        "function": "kSmallSize, kSmallBuffer, kMinLargeAlloc, kLargeBuffer, kRoundLarge",
-    },
-}
-"""Where each rule of this module was read (repository, commit, file, function)."""
+_SOURCES_FILE = Path(__file__).with_name("capture_sizes_sources.toml")
+_SOURCE_FIELDS = ("repo", "commit", "file", "function")
+
+
+def _read_sources(path: Path = _SOURCES_FILE) -> dict[str, dict[str, str]]:
+    """The tables of `path`, in its order, each with exactly the keys of :data:`_SOURCE_FIELDS`."""
+    with path.open("rb") as f:
+        tables = tomllib.load(f)
+    for name, table in tables.items():
+        if sorted(table) != sorted(_SOURCE_FIELDS):
+            raise ValueError(f"{path}: [{name}] has the keys {sorted(table)}, not {list(_SOURCE_FIELDS)}")
+    return {name: {k: table[k] for k in _SOURCE_FIELDS} for name, table in tables.items()}
+
+
+SOURCES: dict[str, dict[str, str]] = _read_sources()
+"""Where each rule of this module was read (repository, commit, file, function), from capture_sizes_sources.toml."""
 
 SGLANG_CAPTURE_FAILED_ADVICE: tuple[str, ...] = (
     "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",

@@ -47,7 +47,7 @@ CONFIG = "autograder_config.json"
 
 FILES = ["pyproject.toml", "requirements.lock", "bootstrap.py", "README.md"]
 """Single files the set-up needs: bootstrap.py installs the course (pip reads pyproject.toml, whose readme is README.md)."""
-FOLDERS = {"graphcourse": (".py", ".json", ".cfg"), "toygraph": (".py",), "solutions": (".ipynb",), "data": (".json",)}
+FOLDERS = {"graphcourse": (".py", ".json", ".cfg", ".toml"), "toygraph": (".py",), "solutions": (".ipynb",), "data": (".json",)}
 """What the grader needs, by suffix: the packages (each learner's kernel imports them), the model answers and hidden
 checks, and the recorded figures the kernels may read. Not exercises/: the grader works from solutions/ alone."""
 NEVER = {"tests", "docs", ".git", "build", ".venv", "my-work", "notebooks", "exercises", "classroom", "wheelhouse",

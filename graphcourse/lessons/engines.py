@@ -4,6 +4,7 @@ Each :class:`EngineFact` names the file, the commit it was read at, where in the
 docstring) and a short quote copied from that text, beside the claim the lesson makes from it. Facts from
 issue and pull-request threads are :class:`ThreadReport` (their address and a quote). The lesson prints them
 with :func:`fact_lines`, so a claim and its citation never drift apart; tests/test_engines.py checks their shape.
+Both tables are written in engine_facts.toml, beside this module, and read when it is imported.
 
 A few pure functions reproduce rules read there, for the lesson's cells and the instructor's answers:
 SGLang's prefill token schedule (:func:`sglang_prefill_token_sizes`), vLLM's uniform-decode FULL keys
@@ -14,7 +15,9 @@ SGLang's prefill token schedule (:func:`sglang_prefill_token_sizes`), vLLM's uni
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
 
 __all__ = [
     "FACTS", "REPORTS", "TOPICS", "EngineFact", "ThreadReport", "cite", "dispatch_table", "downgrade_lines",
@@ -62,214 +65,37 @@ class ThreadReport:
 
 
 VLLM, SGLANG, TORCH = "vllm-project/vllm", "sgl-project/sglang", "pytorch/pytorch"
-_COMPILATION = ("vllm/config/compilation.py", "002284db4c87420647c6bc2cafe923942bcea307")
-_CG_DOC = ("docs/design/cuda_graphs.md", "0045689bdb239a1c53951f3847b9475098f36ef7")
-_BACKEND = ("vllm/v1/attention/backend.py", "0014ca6b9929614f1b72c4bb11e5238de49cba89")
-_DISPATCHER = ("vllm/v1/cudagraph_dispatcher.py", "009eec3b2b00e1b8afb4bcafb58e9403b2aa1ada")
-_WRAPPER = ("vllm/compilation/cuda_graph.py", "018fe847afda28835c6d8e008bd49185f65044e9")
-_TREES = ("torch/_inductor/cudagraph_trees.py", "00008d32e650f1707e5332ce6055c1dc433766f0")
-_BREAKABLE = ("vllm/compilation/breakable_cudagraph.py", "7fd795322cf0131764e80a1e57d19c36e7a8bcc4")
-_FORWARD_CONTEXT = ("vllm/forward_context.py", "01fb6e2f5e8e8b33018d0e7765a467192d2da464")
-_SG_ARGS = ("python/sglang/srt/server_args.py", "001067fffe33427bee0ed2f007fb7551a1d76b44")
-_SG_CG_CONFIG = ("python/sglang/srt/model_executor/cuda_graph_config.py",
-                 "d8e428b87bc479617e5bcf5ad995eca265d20098")
-_SG_PREFILL = ("python/sglang/srt/model_executor/cuda_graph_runner/prefill_runner.py",
-               "f438a118479a5d7e109d8ec5fcf462c2ceb17ac2")
-_SG_PCG_DOC = ("docs/advanced_features/piecewise_cuda_graph.md", "f543317e0eadafd958a2e16109d1d896efc1d424")
-_SG_BCG_DOC = ("docs/advanced_features/breakable_cuda_graph.md", "d3f419e8362284d391db7f1a02d4375a898c0185")
+_DATA = Path(__file__).with_name("engine_facts.toml")
 
 
-def _fact(key, topic, repo, source, where, quote, claim) -> EngineFact:
-    return EngineFact(key, topic, repo, source[0], source[1], where, quote, claim)
+def _record(cls, path: Path, table: str, entry: dict):
+    """One `cls` from an entry of the TOML file: a missing or unknown field names the file and the entry."""
+    names = [f.name for f in fields(cls)]
+    missing, unknown = [n for n in names if n not in entry], [k for k in entry if k not in names]
+    if missing or unknown:
+        raise ValueError(f"{path}: [[{table}]] {entry.get('key', '(no key)')!r}: "
+                         f"missing fields {missing}, unknown fields {unknown}")
+    return cls(**entry)
 
 
-FACTS: tuple[EngineFact, ...] = (
-    # --- the modes and what an attention backend allows
-    _fact("mode_pairs", "modes", VLLM, _COMPILATION, "class CUDAGraphMode",
-          "FULL_AND_PIECEWISE = (FULL, PIECEWISE)",
-          "the two dual modes are pairs (decode mode, mixed mode): FULL_AND_PIECEWISE is (FULL, PIECEWISE), "
-          "FULL_DECODE_ONLY is (FULL, NONE); NONE, PIECEWISE and FULL are also the runtime modes a step runs in"),
-    _fact("mode_piecewise", "modes", VLLM, _COMPILATION, "CompilationConfig.cudagraph_mode (docstring)",
-          "PIECEWISE mode build piecewise cudagraph only, keeping the cudagraph",
-          "PIECEWISE: graphs of the pieces between attentions, attention (and other ops a graph cannot hold) "
-          "eager"),
-    _fact("mode_full", "modes", VLLM, _COMPILATION, "CompilationConfig.cudagraph_mode (docstring)",
-          "FULL mode: Capture full cudagraph for all batches.",
-          "FULL: one whole-step graph for every batch, mixed prefill/decode included; \"not supported by many "
-          "backends\""),
-    _fact("mode_full_reuse", "modes", VLLM, _CG_DOC, "section CudagraphModes",
-          "uniform-decode batches reuse the CUDA Graph of non-uniform batch of the same batch_size",
-          "under FULL a decode batch replays the mixed-batch graph of its size; no separate decode graphs"),
-    _fact("mode_full_decode_only", "modes", VLLM, _COMPILATION, "CompilationConfig.cudagraph_mode (docstring)",
-          "FULL_DECODE_ONLY mode: Capture full cudagraph for decode batches only.",
-          "FULL_DECODE_ONLY: full graphs for decode batches, mixed prefill/decode batches eager (for the decode "
-          "instances of a prefill/decode split, saving the piecewise graphs' memory)"),
-    _fact("mode_default", "modes", VLLM, _COMPILATION, "CompilationConfig.cudagraph_mode (docstring)",
-          "FULL_AND_PIECEWISE mode: Capture full cudagraph for decode batches and",
-          "FULL_AND_PIECEWISE, the default: full graphs for uniform decode batches, piecewise graphs for "
-          "prefill and mixed batches"),
-    _fact("cg_support_always", "modes", VLLM, _BACKEND, "class AttentionCGSupport",
-          "Cudagraph always supported; supports mixed-prefill-decode",
-          "ALWAYS (3): the backend's attention can sit in a graph of any batch, mixed prefill/decode included"),
-    _fact("cg_support_uniform", "modes", VLLM, _BACKEND, "class AttentionCGSupport",
-          "Cudagraph supported for batches the only contain query lengths that are",
-          "UNIFORM_BATCH (2): graphs of batches whose requests all have the same query length, such as the "
-          "1 + k tokens of speculative decoding"),
-    _fact("cg_support_single", "modes", VLLM, _BACKEND, "class AttentionCGSupport",
-          "Cudagraph supported for batches the only contain query_len==1 decodes",
-          "UNIFORM_SINGLE_TOKEN_DECODE (1): graphs of plain decode batches only, one token per request"),
-    _fact("cg_support_never", "modes", VLLM, _BACKEND, "AttentionMetadataBuilder._cudagraph_support",
-          "_cudagraph_support: ClassVar[AttentionCGSupport] = AttentionCGSupport.NEVER",
-          "NEVER (0) is what a backend declares unless it says otherwise"),
-    _fact("downgrade_minimum", "modes", VLLM, _CG_DOC, "section CUDA Graphs Compatibility of Attention Backends",
-          "we seek the minimum capability of all backends to determine the final capability of the model",
-          "a model with several attention backends (a hybrid with Mamba layers, say) gets the weakest "
-          "backend's support"),
-    _fact("downgrade_full", "modes", VLLM, _CG_DOC, "section CudagraphModes (note)",
-          "we convert `FULL` to `FULL_AND_PIECEWISE` if piecewise compilation is enabled, and "
-          "`FULL_DECODE_ONLY` otherwise.",
-          "FULL asked of a backend that supports only uniform batches becomes FULL_AND_PIECEWISE (or "
-          "FULL_DECODE_ONLY without piecewise compilation): mixed batches leave the full graph"),
-    _fact("downgrade_never", "modes", VLLM, _CG_DOC, "section CUDA Graphs Compatibility of Attention Backends",
-          "or `PIECEWISE` mode if the minimum capability is `NEVER` for -O3 compilation mode",
-          "a backend that supports no graph at all leaves PIECEWISE: attention eager, the rest graphed"),
-    _fact("dispatch_order", "modes", VLLM, _DISPATCHER, "CudagraphDispatcher.dispatch (docstring)",
-          "A new batch descriptor is returned as we might dispatch a uniform batch",
-          "each step the dispatcher tries a FULL graph for the exact (uniform) key, then a FULL graph of the "
-          "same size for a non-uniform batch, then a PIECEWISE graph, else NONE (eager)"),
-    # --- vLLM's wrapper against PyTorch's CUDAGraph Trees
-    _fact("wrapper_global_pool", "wrapper", VLLM, _WRAPPER, "CUDAGraphWrapper.__init__",
-          "self.graph_pool = current_platform.get_global_graph_pool()",
-          "every CUDAGraphWrapper (each piece, each full graph) captures into one global pool"),
-    _fact("wrapper_weak_output", "wrapper", VLLM, _WRAPPER, "CUDAGraphWrapper.__call__",
-          "entry.output = weak_ref_tensors(output)",
-          "the wrapper keeps each graph's output only as a weak reference, so the pool may reuse it; replay "
-          "returns that same memory, and the caller must use it before the next replay"),
-    _fact("wrapper_trusts_dispatcher", "wrapper", VLLM, _WRAPPER, "class CUDAGraphWrapper (docstring)",
-          "CUDAGraphWrapper does not store persistent buffers or copy any",
-          "the wrapper copies no inputs: the model runner keeps the static buffers, and the wrapper replays "
-          "whatever graph the dispatcher's (mode, batch descriptor) names"),
-    _fact("trees_one_pool", "wrapper", TORCH, _TREES, "module docstring",
-          "CUDA graph trees are a safety abstraction over CUDAGraphs, similar to make_graph_callables,",
-          "CUDAGraph Trees (what torch.compile's reduce-overhead uses) also share one memory pool between the "
-          "graphs they record"),
-    _fact("trees_liveness", "wrapper", TORCH, _TREES, "module docstring",
-          "You'll get a separate recording of B depending on what tensors",
-          "Trees track which outputs of an earlier graph are still alive and record a new graph rather than "
-          "overwrite them: safety bought with recordings, where vLLM's wrapper trusts the runner instead"),
-    _fact("trees_per_device", "wrapper", TORCH, _TREES, "class TreeManagerContainer (docstring)",
-          "There is a single tree manager container per device.",
-          "one tree manager, and so one pool, per device"),
-    # --- breakable graphs
-    _fact("breakable_env", "breakable", VLLM, _BREAKABLE, "is_breakable_cudagraph_enabled",
-          "return bool(envs.VLLM_USE_BREAKABLE_CUDAGRAPH)",
-          "VLLM_USE_BREAKABLE_CUDAGRAPH switches vLLM's breakable graphs on"),
-    _fact("breakable_origin", "breakable", VLLM, _BREAKABLE, "module docstring",
-          "The idea (inspired by sgl-project/sglang#19102)",
-          "one capture drives the whole forward; an attention or KV-cache op ends the graph, runs eagerly, and "
-          "a new graph begins: no torch.compile split (the idea came from SGLang)"),
-    _fact("breakable_add_eager", "breakable", VLLM, _BREAKABLE, "BreakableCUDAGraphCapture.add_eager",
-          "End the current capture segment, run ``fn`` eagerly on the",
-          "a replay is the list of segments in order: graph, eager op, graph, ..."),
-    _fact("breakable_in_place", "breakable", VLLM, _BREAKABLE, "eager_break_during_capture (docstring)",
-          "**In-place output buffer required.**",
-          "the eager op must write into a buffer it is given, as in the course's PiecewiseDecoder: a new "
-          "tensor would move at every replay and the next graph would read the old address"),
-    _fact("breakable_full_mode", "breakable", VLLM, _BREAKABLE, "eager_break_during_capture, wrapper",
-          "if mode == CUDAGraphMode.FULL:",
-          "when the step runs in FULL mode the marked op is captured too: no break"),
-    _fact("sglang_breakable_env", "breakable", SGLANG, _SG_BCG_DOC, "section Usage",
-          "export SGLANG_USE_BREAKABLE_CUDA_GRAPH=1",
-          "SGLang's own breakable graphs: functions marked @eager_on_graph run eagerly between segments"),
-    # --- SGLang graphs prefill
-    _fact("sglang_pcg_opt_in", "prefill", SGLANG, _SG_PCG_DOC, "section How to enable",
-          "You can enable piecewise CUDA graph by adding `--enable-piecewise-cuda-graph` when launching the "
-          "server.",
-          "in this older document prefill graphs were opt-in and marked experimental"),
-    _fact("sglang_pcg_pick", "prefill", SGLANG, _SG_PCG_DOC, "section What it does",
-          "it selects the smallest captured size `static_num_tokens` such that `static_num_tokens >= num_tokens`.",
-          "a prefill step pads its token count up to the next captured size, as decode pads its batch"),
-    _fact("sglang_prefill_default", "prefill", SGLANG, _SG_CG_CONFIG, "class CudaGraphConfig",
-          "default_factory=lambda: PhaseConfig(backend=Backend.TC_PIECEWISE)",
-          "now each phase has a graph backend, and the prefill phase's default is tc_piecewise "
-          "(torch.compile splits the model, the pieces are graphed)"),
-    _fact("sglang_prefill_not_full", "prefill", SGLANG, _SG_CG_CONFIG, "ALLOWED_BACKENDS_PER_PHASE",
-          "# full is rejected for prefill — full CUDA graph capture only",
-          "prefill may be graphed in pieces (tc_piecewise) or with breaks (breakable), not as one full graph"),
-    _fact("sglang_breakable_default", "prefill", SGLANG, _SG_ARGS, "ServerArgs._apply_cuda_graph_compatibility",
-          "# Breakable is the CUDA default but not multimodal-compatible;",
-          "at this commit of server_args the CUDA default prefill backend is breakable: either way prefill "
-          "graphs are on unless switched off"),
-    _fact("sglang_prefill_off_switch", "prefill", SGLANG, _SG_ARGS, "ServerArgs.disable_prefill_cuda_graph",
-          "Disable the prefill-phase CUDA graph.",
-          "--disable-prefill-cuda-graph (default False) turns them off"),
-    _fact("sglang_prefill_auto_off", "prefill", SGLANG, _SG_ARGS,
-          "ServerArgs._disable_tc_piecewise_cudagraph_if_incompatible",
-          "(\"LoRA\", lambda: bool(cfg.lora_paths) or cfg.enable_lora),",
-          "and the engine turns tc_piecewise prefill graphs off by itself for a list of features (LoRA, DP "
-          "attention, pipeline parallelism, ...) unless you set the backend explicitly"),
-    _fact("sglang_prefill_schedule", "prefill", SGLANG, _SG_ARGS,
-          "ServerArgs._generate_prefill_cuda_graph_batch_sizes",
-          "+ list(range(1280, 4096 + 1, 256))",
-          "token counts: every 4 to 32, every 16 to 256, every 32 to 512, every 64 to 1024, every 256 to "
-          "4096, every 512 above, up to the largest"),
-    _fact("sglang_prefill_largest", "prefill", SGLANG, _SG_ARGS, "ServerArgs._handle_gpu_memory_settings",
-          "prefill_cuda_graph_config.max_bs = cfg.chunked_prefill_size",
-          "the largest is the chunked-prefill size (8192 tokens on an H200, \"# H20, H200\"), 2048 with an "
-          "MLA backend"),
-    _fact("sglang_prefill_reserve", "prefill", SGLANG, _SG_ARGS, "ServerArgs.reserve_for_graph_mb",
-          "reserved_mem += len(prefill_cuda_graph_config.bs) * 8",
-          "the memory plan budgets 8 MB outside the torch pool per prefill size (non-MLA), beside 2 MB per "
-          "decode batch size"),
-    _fact("sglang_prefill_order", "prefill", SGLANG, _SG_PREFILL, "PrefillCudaGraphRunner.capture",
-          "tqdm.tqdm(list(reversed(self.capture_num_tokens)))",
-          "captured largest first, like decode"),
-    _fact("sglang_prefill_can_run", "prefill", SGLANG, _SG_PREFILL, "PrefillCudaGraphRunner.can_run",
-          "if num_tokens > self.max_num_tokens:",
-          "a prefill above the largest token count runs without a graph"),
-    # --- speculative decoding
-    _fact("spec_uniform", "speculative", VLLM, _CG_DOC, "introduction (note)",
-          "speculative decode (`max_query_len =1+num_spec_tokens`) as **uniform decode** batches",
-          "a verification step of k speculative tokens gives every request 1 + k query tokens: a uniform batch"),
-    _fact("spec_decode_keys", "speculative", VLLM, _DISPATCHER, "CudagraphDispatcher.initialize_cudagraph_keys",
-          "if x <= max_num_tokens and x >= uniform_decode_query_len",
-          "FULL decode graphs exist for the captured sizes from 1 + k up to (1 + k) x max_num_seqs tokens"),
-    _fact("spec_sglang_sizes", "speculative", SGLANG, _SG_ARGS, "ServerArgs._generate_decode_cuda_graph_batch_sizes",
-          "# Spec decoding case: less padding for smaller batch sizes",
-          "SGLang captures a finer list of batch sizes when it speculates"),
-    _fact("spec_sglang_verify_not_prefill", "speculative", SGLANG, _SG_PREFILL, "PrefillCudaGraphRunner.can_run",
-          "if forward_batch.forward_mode.is_target_verify():",
-          "a verification step never replays a prefill graph"),
-    # --- LoRA
-    _fact("lora_specialize", "lora", VLLM, _COMPILATION, "CompilationConfig.cudagraph_specialize_lora",
-          "cudagraph_specialize_lora: bool = True",
-          "on by default: separate graphs with and without active LoRA adapters, so a batch without adapters "
-          "skips the LoRA ops"),
-    _fact("lora_memory", "lora", VLLM, _COMPILATION, "CompilationConfig.cudagraph_specialize_lora (docstring)",
-          "cost of increased startup time and slightly higher memory usage.",
-          "the price is capture time and a little memory: twice the graphs, one shared pool"),
-    _fact("lora_count", "lora", VLLM, _FORWARD_CONTEXT, "BatchDescriptor.num_active_loras",
-          "When cudagraph_specialize_lora_count is enabled, separate CUDA graphs",
-          "with the count specialised, one graph per number of distinct active adapters, because kernels such "
-          "as fused_moe_lora size their grid by it"),
-)
+def _read_facts(path: Path = _DATA) -> tuple[tuple[EngineFact, ...], tuple[ThreadReport, ...]]:
+    """The [[facts]] and [[reports]] of `path`, in its order; a fact's `source` names its repo, file and commit."""
+    with path.open("rb") as f:
+        data = tomllib.load(f)
+    files, read = data.get("files", {}), []
+    for entry in data.get("facts", []):
+        fact = {k: v for k, v in entry.items() if k != "source"}
+        if entry.get("source") not in files:
+            raise ValueError(f"{path}: [[facts]] {entry.get('key', '(no key)')!r}: source {entry.get('source')!r} "
+                             f"is none of the [files]: {', '.join(files)}")
+        read.append(_record(EngineFact, path, "facts", {**fact, **files[entry["source"]]}))
+    return tuple(read), tuple(_record(ThreadReport, path, "reports", e) for e in data.get("reports", []))
 
-REPORTS: tuple[ThreadReport, ...] = (
-    ThreadReport(
-        "vllm_54997", "speculative", VLLM, 54997, "issue",
-        "compressed-tensors NVFP4 weights produce 0% acceptance in the eagle/MTP drafter under CUDA-graph "
-        "capture (works with --enforce-eager)",
-        "Disabling CUDA-graph capture fixes it completely.",
-        "an NVFP4 draft model graphed by default: 0% acceptance; cudagraph_mode NONE: 77.5%; --enforce-eager: "
-        "92.3% (vLLM 0.28, B200). The same op was fine in the target model: only the drafter's captured path "
-        "was wrong, so every draft was rejected and decoding fell back to one token per step"),
-    ThreadReport(
-        "sglang_18647", "speculative", SGLANG, 18647, "pull request", "[sglang-miles] MTP related fix",
-        "Zero-pad `topk_p`, `topk_index`, `hidden_states`, `req_pool_indices` for CUDA graph padding slots to "
-        "prevent stale data issues",
-        "the draft model's graph read stale data in its padded slots; the fix zero-pads them, clamps the "
-        "draft's top-k values, and adds --disable-draft-cuda-graph to graph the target without the draft"),
-)
+
+# The facts and thread reports, read from engine_facts.toml beside this module: edit a citation there.
+FACTS: tuple[EngineFact, ...]
+REPORTS: tuple[ThreadReport, ...]
+FACTS, REPORTS = _read_facts()
 
 _HEX = re.compile(r"[0-9a-f]{7,40}")
 
