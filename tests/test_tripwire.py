@@ -61,7 +61,8 @@ class Kernel:
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     k = Kernel(tmp_path_factory.mktemp("tripwire"))
-    _, error = k.run(preamble(["toygraph", "graphcourse.grading.observe"], str(k.pipe)))
+    # the check library too: a check cell imports it, so the grader's preamble does (see test_the_check_library_...)
+    _, error = k.run(preamble(["toygraph", "graphcourse.grading.observe", "graphcourse.grading.checks"], str(k.pipe)))
     assert error is None, error
     assert k.records() == [{"installed": True}]
     yield k
@@ -89,6 +90,12 @@ HONEST = {
     "a deep copy of a toy buffer": "import copy, toygraph\ng = toygraph.ToyGraph()\ng.record(lambda x: [v + 1 for v in x])\n"
                                    "print(copy.deepcopy(g.replay([1])).tolist())",
     "the display hook's last value": "1 + 1\nprint(_)",
+    "the check library used": "from graphcourse.grading.checks import filled_in_capture, watched_device, pool_mib\n"
+                              "d, made = watched_device()\nprint(filled_in_capture(made()), pool_mib([8, 4]))",
+    "a stand-in torch from the check library": "from graphcourse.grading.checks import TorchCudaRecorder, "
+                                               "with_fake_torch\ndef f(x):\n    import torch\n"
+                                               "    return torch.cuda.is_available()\n"
+                                               "print(with_fake_torch(TorchCudaRecorder(), f, 1))",
     "re.compile and singledispatch": "import re, functools\n@functools.singledispatch\ndef size(x):\n    return 0\n"
                                      "@size.register\ndef _(x: list):\n    return len(x)\n"
                                      "print(re.compile('a+').match('aa').group(0), size([1, 2]))",
@@ -117,6 +124,13 @@ ATTACKS = {  # name: (code, the flag's text must contain this, the cell must rai
                                              "graphcourse.grading.observe.plain", True),
     "an observe method replaced through type()": ("from graphcourse.grading.observe import observe\n"
                                                   "type(observe)._put = lambda *a: None", "_Observe._put", True),
+    "a check library function replaced": ("import graphcourse.grading.checks as c\nc.pool_mib = lambda *a: 0",
+                                          "graphcourse.grading.checks.pool_mib", True),
+    "a check library function patched with mock": ("from unittest import mock\nmock.patch("
+                                                   "'graphcourse.grading.checks.buffer_values', lambda o: []).start()",
+                                                   "graphcourse.grading.checks.buffer_values", True),
+    "a check library class's method replaced": ("from graphcourse.grading.checks import LazyLayer\n"
+                                                "LazyLayer.__call__ = lambda self, x: x", "LazyLayer.__call__", True),
     "the hidden inputs re-seeded": ("from graphcourse.grading.observe import inputs\ninputs.rng.seed(0)", "re-seeded",
                                     True),
     "the hidden inputs' generator replaced": ("from graphcourse.grading.observe import inputs\nimport random\n"
@@ -164,6 +178,19 @@ def test_tampering_is_refused_or_recorded_through_the_pipe(kernel, name):
         assert error is not None and ("sealed while grading" in error or "Only toygraph changes it" in error), error
     kernel.run(RESET)  # what an answer left does not reach the next case (the grader would start a fresh kernel)
     kernel.records()
+
+
+def test_the_check_library_is_imported_by_the_preamble_of_every_exercise_whose_checks_use_it():
+    """The tripwire seals the modules imported before it is installed: the grader's preamble imports what the
+    exercise's check cells import (graphcourse.grading.assignment), the check library among them."""
+    from graphcourse.core.paths import SOLUTIONS_DIR
+    from graphcourse.grading.assignment import load_assignments
+
+    users = [ex for a in load_assignments(SOLUTIONS_DIR) for ex in a.exercises
+             if any("graphcourse.grading.checks" in c.source for c in ex.checks)]
+    assert users, "no check cell imports graphcourse.grading.checks"
+    for ex in users:
+        assert "graphcourse.grading.checks" in ex.modules, ex.id
 
 
 def test_observations_made_by_the_answers_code_during_a_check_are_refused(kernel):
