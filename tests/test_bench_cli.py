@@ -4,6 +4,7 @@ JSON written atomically without losing a file it cannot read."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -58,6 +59,9 @@ def test_write_json_replaces_the_file_whole_and_leaves_no_temporary_file(tmp_pat
     bench_cli.write_json(target, {"b": [1, 2]})
     assert json.loads(target.read_text()) == {"b": [1, 2]}
     assert [p.name for p in target.parent.iterdir()] == ["r.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask, "as readable as a file written with open()"
 
 
 def test_update_json_keeps_other_sections_and_starts_a_new_file_as_asked(tmp_path):

@@ -17,8 +17,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -114,7 +117,11 @@ def test_an_idle_kernel_with_its_tab_open_is_culled(course_process, tmp_path) ->
         ws = await websocket_connect(HTTPRequest(f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels",
                                                  headers=headers, connect_timeout=180, request_timeout=180))
         try:
-            connections = api(f"/api/kernels/{kernel_id}")["connections"]
+            try:
+                connections = api(f"/api/kernels/{kernel_id}")["connections"]
+            except urllib.error.HTTPError as exc:
+                pytest.fail(f"the kernel was gone before its tab had connected ({exc}): culled while the machine was "
+                            f"slow to connect; IDLE_S ({IDLE_S} s) is too short here")
             start = time.monotonic()
             while time.monotonic() - start < 120:
                 if kernel_id not in {k["id"] for k in api("/api/kernels")}:

@@ -151,7 +151,7 @@ READS = {
     "cpu": lambda b: b.cpu(),
     "float": lambda b: float(b[0]),
     "int": lambda b: int(b[0:1]),
-    "index()": lambda b: [0, 1, 2, 3, 4, 5][b[1]],
+    "index()": lambda b: list(range(64))[b[1]],  # b[1] grows by one per replay: at most 3 + 25 here
     "bool": lambda b: bool(b[0:1]),
     "if": lambda b: 1 if b[0] else 0,
     "if x[0] > 0": lambda b: 1 if b[0] > 0 else 0,

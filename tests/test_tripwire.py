@@ -129,6 +129,18 @@ ATTACKS = {  # name: (code, the flag's text must contain this, the cell must rai
     "a check library function patched with mock": ("from unittest import mock\nmock.patch("
                                                    "'graphcourse.grading.checks.buffer_values', lambda o: []).start()",
                                                    "graphcourse.grading.checks.buffer_values", True),
+    "a sealed module set by a built-in that observe.call calls": (
+        "import functools\nimport graphcourse.grading.observe as o\nfrom graphcourse.grading.observe import observe\n"
+        "observe.call('x', functools.partial(setattr, o, 'plain', len))", "graphcourse.grading.observe.plain", False),
+    "a sealed module set by a built-in that the stand-in torch calls": (
+        "import functools\nimport graphcourse.grading.observe as o\n"
+        "from graphcourse.grading.checks import TorchCudaRecorder, with_fake_torch\n"
+        "with_fake_torch(TorchCudaRecorder(), functools.partial(setattr, o, 'plain', len))",
+        "graphcourse.grading.observe.plain", True),
+    "exec in a dict that names a course module, run by observe.call": (
+        "import functools\nfrom graphcourse.grading.observe import observe\n"
+        "observe.call('x', functools.partial(exec, 'import graphcourse.grading.observe as o\\no.plain = len', "
+        "{'__name__': 'graphcourse.grading.checks'}))", "exec", False),
     "a check library class's method replaced": ("from graphcourse.grading.checks import LazyLayer\n"
                                                 "LazyLayer.__call__ = lambda self, x: x", "LazyLayer.__call__", True),
     "the hidden inputs re-seeded": ("from graphcourse.grading.observe import inputs\ninputs.rng.seed(0)", "re-seeded",
@@ -178,6 +190,30 @@ def test_tampering_is_refused_or_recorded_through_the_pipe(kernel, name):
         assert error is not None and ("sealed while grading" in error or "Only toygraph changes it" in error), error
     kernel.run(RESET)  # what an answer left does not reach the next case (the grader would start a fresh kernel)
     kernel.records()
+
+
+def test_the_stand_in_torch_hands_the_answer_nothing_that_leads_back_to_its_log():
+    """The answer gets the recorder's step, streams and tensors: none has a __self__ that is the recorder, a name it
+    can change, or a name the log would believe when it is the answer's own object."""
+    import types
+
+    from graphcourse.grading.checks import TorchCudaRecorder
+
+    rec = TorchCudaRecorder()
+    torch = rec.module()
+    step, s, t = rec.step, torch.cuda.Stream(), rec.tensor("example")
+    assert isinstance(step, types.FunctionType) and not hasattr(step, "__self__")
+    assert not hasattr(torch.cuda.Stream, "__self__")
+    for obj in (s, t):
+        with pytest.raises(AttributeError):
+            obj.name = "default"
+        with pytest.raises(AttributeError):
+            obj.log = []
+    forged = types.SimpleNamespace(name="clone of output 3")
+    s.wait_stream(types.SimpleNamespace(name="default"))
+    step(forged)
+    assert rec.log == [("wait", "side 2", "?"), ("step", "?", "default")]
+    assert rec.name_of(forged) == "?" and rec.name_of(t.clone()) == "clone of example #1"
 
 
 def test_the_check_library_is_imported_by_the_preamble_of_every_exercise_whose_checks_use_it():

@@ -42,6 +42,9 @@ def write_json(path: Any, data: dict[str, Any]) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(json.dumps(data, indent=1) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's file is 0600: the results file is as readable as any other
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -40,7 +40,7 @@ __all__ = ["buffer_values", "pool_mib", "watched_device", "filled_in_capture", "
 def buffer_values(outs) -> list:
     """What the entries of outs hold now: a toy device buffer read with ``.tolist()``, anything else as it is
     (None or an empty result: [])."""
-    return [o.tolist() if type(o).__name__ == "Buffer" else o for o in (outs or [])]
+    return [o.tolist() if type(o) is _Buffer else o for o in (outs or [])]
 
 
 def pool_mib(order) -> int:
@@ -85,7 +85,7 @@ def filled_in_capture(made) -> int:
         nodes = _kernel_nodes(g.nodes)
         written = {id(root(n.output)) for n in nodes}
         read = {id(root(b)) for n in nodes for b in (*n.inputs, *n.live.values())
-                if type(b).__name__ == "Buffer"}
+                if type(b) is _Buffer}
         count += id(root(buf)) in read and id(root(buf)) not in written
     return count
 
@@ -129,47 +129,75 @@ class TorchCudaRecorder(metaclass=_SealedType):
 
     ``log`` holds tuples: ``("step", input, stream)``, ``("wait", stream, other)``, ``("clone", source, stream,
     clone)``, ``("copy_", target, source)``, ``("capture begin", stream)``, ``("capture end",)``, ``("replay",)``.
-    ``module()`` is a ``torch`` module whose ``cuda`` is the stand-in; ``step`` is a step that logs its call."""
+    ``module()`` is a ``torch`` module whose ``cuda`` is the stand-in; ``step`` is a step that logs its call.
+
+    The answer gets the module, ``step``, streams and tensors, and none of them leads back to the recorder: they are
+    plain functions and slot-less objects whose names live in closures (reading a closure is tampering the tripwire
+    records), and names in the log come from the recorder's own list of what it made (``name_of``), so an object of
+    the answer's that calls itself "clone of output 3" is logged as "?"."""
 
     def __init__(self):
         self.log, self.n, self.clones = [], 0, 0
+        self._names = {}  # id -> (object, its name): what this recorder made, kept alive so an id stays unique
         self.default = self.Stream("default")
         self.streams = [self.default]
+
+    def name_of(self, obj) -> str:
+        """The name of a stream or tensor this recorder made; "?" for anything else."""
+        known = self._names.get(id(obj))
+        return known[1] if known is not None and known[0] is obj else "?"
+
+    def _made(self, obj, name):
+        self._names[id(obj)] = (obj, name)
+        return obj
 
     def Stream(self, name=None):
         rec = self
         rec.n += 1
+        label = name or f"side {rec.n}"
 
-        class _S:
-            def __init__(s):
-                s.name = name or f"side {rec.n}"
+        class _S(metaclass=_SealedType):
+            __slots__ = ()
+            name = property(lambda s: label)
 
             def wait_stream(s, other):
-                rec.log.append(("wait", s.name, other.name))
-        return _S()
+                rec.log.append(("wait", label, rec.name_of(other)))
+        return rec._made(_S(), label)
 
     def tensor(self, name):
-        rec = self
+        rec, label = self, name
 
-        class _T:
-            def __init__(t):
-                t.name = name
+        class _T(metaclass=_SealedType):
+            __slots__ = ()
+            name = property(lambda t: label)
 
             def clone(t):
                 rec.clones += 1
-                out = rec.tensor(f"clone of {t.name} #{rec.clones}")
-                rec.log.append(("clone", t.name, rec.streams[-1].name, out.name))
+                out = rec.tensor(f"clone of {label} #{rec.clones}")
+                rec.log.append(("clone", label, rec.name_of(rec.streams[-1]), rec.name_of(out)))
                 return out
 
             def copy_(t, other):
-                rec.log.append(("copy_", t.name, getattr(other, "name", "?")))
+                rec.log.append(("copy_", label, rec.name_of(other)))
                 return t
-        return _T()
+        return rec._made(_T(), label)
+
+    @property
+    def step(self):
+        """A step (a plain function, not a method of the recorder) that logs its call and returns a new tensor."""
+        rec = self
+
+        def step(x):
+            rec.log.append(("step", rec.name_of(x), rec.name_of(rec.streams[-1])))
+            return rec.tensor(f"output {len(rec.log)}")
+        return step
 
     def module(self):
         rec = self
 
         class _StreamCtx:
+            __slots__ = ("s",)
+
             def __init__(c, s):
                 c.s = s
 
@@ -180,32 +208,35 @@ class TorchCudaRecorder(metaclass=_SealedType):
                 rec.streams.pop()
 
         class _Graph:
+            __slots__ = ()
+
             def replay(g):
                 rec.log.append(("replay",))
 
         class _GraphCtx:
+            __slots__ = ("s",)
+
             def __init__(c, g, pool=None, stream=None, **kw):
                 c.s = stream if stream is not None else rec.Stream("graph's own stream")
 
             def __enter__(c):
-                rec.log.append(("capture begin", c.s.name))
+                rec.log.append(("capture begin", rec.name_of(c.s)))
                 rec.streams.append(c.s)
 
             def __exit__(c, *a):
                 rec.streams.pop()
                 rec.log.append(("capture end",))
 
-        cuda = _types.SimpleNamespace(Stream=rec.Stream, current_stream=lambda *a: rec.streams[-1],
+        def stream(name=None):
+            return rec.Stream(name)
+
+        cuda = _types.SimpleNamespace(Stream=stream, current_stream=lambda *a: rec.streams[-1],
                                       stream=_StreamCtx, CUDAGraph=_Graph, graph=_GraphCtx,
                                       synchronize=lambda *a: None, is_available=lambda: True,
                                       graph_pool_handle=lambda: "pool")
         torch = _types.ModuleType("torch")
         torch.cuda = cuda
         return torch
-
-    def step(self, x):
-        self.log.append(("step", x.name, self.streams[-1].name))
-        return self.tensor(f"output {len(self.log)}")
 
 
 def with_fake_torch(rec, fn, *args):

@@ -297,6 +297,7 @@ def preamble(modules: list[str], pipe: str) -> str:
     """The first cell of a fresh kernel: the course's imports, then the tripwire (see .tripwire), before any answer."""
     lines = ["import importlib as _gc_importlib", "import graphcourse.grading.observe as _gc_observe",
              "import graphcourse.grading.tripwire as _gc_tripwire",
+             "import graphcourse.grading.checks as _gc_checks  # sealed with the rest, however a check imports it",
              f"for _gc_m in {modules!r}:",
              "    try:",
              "        _gc_importlib.import_module(_gc_m)",
@@ -311,7 +312,7 @@ def preamble(modules: list[str], pipe: str) -> str:
              "    pass",
              "_gc_observe._save_process_state()",
              f"_gc_tripwire.install({pipe!r})",
-             "del _gc_importlib, _gc_m, _gc_observe, _gc_tripwire"]
+             "del _gc_importlib, _gc_m, _gc_observe, _gc_tripwire, _gc_checks"]
     return "\n".join(lines)
 
 
