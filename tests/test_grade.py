@@ -24,28 +24,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "grading_fixtures"))
 
-from make_fixtures import (HOSTILE, MODEL, NAME, NAME2, learner_copy, second_copy, second_notebook,  # noqa: E402
+from make_fixtures import (HOSTILE, MODEL, NAME, NAME2, learner_copy, require_confinement, second_copy, second_notebook,  # noqa: E402
                            solutions_notebook, stub_copy)
 
 from graphcourse.grading import reports  # noqa: E402
 from graphcourse.grading.notebooks import InvalidNotebook, discover, find_answer, parse  # noqa: E402
-from graphcourse.grading.sandbox import GRADER_UID_BASE, detect  # noqa: E402
+from graphcourse.grading.sandbox import GRADER_UID_BASE  # noqa: E402
 from graphcourse.grading.scan import scan  # noqa: E402
 from graphcourse.grading.verdict import same  # noqa: E402
 
 GRADED_MAX = 4  # ex01: 2 checks graded on a CPU (1 point needs CUDA), ex02: 2
 FLOOR_S = "10"  # the least a learner cell gets; the model answers here run in milliseconds
 EVIL_NAMES = ["\x1b[31mred\x1b[0m", "=HYPERLINK(\"x\")", "-2+3", "@SUM(A1)", ".dotted"]
-
-
-def _confined_or_skip():
-    conf = detect()
-    if conf.confined:
-        return
-    if os.geteuid() == 0:
-        pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons)
-                    + " (CI: apt-get install bubblewrap)")
-    pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
 
 
 def _write(path: Path, nb) -> Path:
@@ -117,7 +107,7 @@ def _make_class(root: Path, solutions: Path) -> dict[str, object]:
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory):
     """The whole class graded in one run (two at a time, as on a 2-core CI machine)."""
-    _confined_or_skip()
+    require_confinement()
     root = tmp_path_factory.mktemp("grading")
     solutions = root / "solutions"
     _write(solutions / NAME, solutions_notebook())
@@ -392,7 +382,7 @@ def test_the_grader_says_why_it_cannot_run(tmp_path, capsys):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_a_signalled_grader_leaves_a_valid_report_and_nothing_running(course_process, tmp_path, sig):
     """Stopped (SIGTERM) or killed (SIGKILL) mid-run: the report is valid JSON with the learners so far; nothing is left."""
-    _confined_or_skip()
+    require_confinement()
     solutions = tmp_path / "solutions"
     _write(solutions / NAME, solutions_notebook())
     slow = "def add(a, b):\n    n = 0\n    while n >= 0:\n        n += 1\n    return a + b"
@@ -452,7 +442,7 @@ def test_review_earns_nothing_until_an_instructor_clears_it(tmp_path):
 
 
 def test_one_invalid_notebook_alone_with_one_job_is_reported_not_raised(course_process, tmp_path):
-    _confined_or_skip()
+    require_confinement()
     solutions = tmp_path / "solutions"
     _write(solutions / NAME, solutions_notebook())
     bad = tmp_path / "alice.ipynb"
@@ -523,7 +513,7 @@ MODEL2_ANSWER = "def mul(a, b):\n    return a * b"
 @pytest.fixture(scope="session")
 def graded_books(tmp_path_factory):
     """A class graded against two solutions notebooks, each learner handing in a different subset."""
-    _confined_or_skip()
+    require_confinement()
     root = tmp_path_factory.mktemp("two-books")
     solutions = root / "solutions"
     _write(solutions / NAME, solutions_notebook())

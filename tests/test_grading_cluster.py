@@ -23,13 +23,12 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_fixtures"))
-from make_fixtures import NAME, learner_copy, solutions_notebook, stub_copy  # noqa: E402
+from make_fixtures import NAME, learner_copy, require_confinement, solutions_notebook, stub_copy, write_class  # noqa: E402
 
 from graphcourse.errors import GraphCourseError  # noqa: E402
 from graphcourse.grading.cluster import _payload, _plain_name, _sweep_stale, shares  # noqa: E402
 from graphcourse.grading.engine import Grader, Options, Outputs  # noqa: E402
 from graphcourse.grading.notebooks import Learner  # noqa: E402
-from graphcourse.grading.sandbox import detect  # noqa: E402
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra (pip install -e '.[cluster]')")
 
@@ -107,19 +106,9 @@ def _processes_named(word: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def cluster_and_alone(tmp_path_factory):
-    conf = detect()
-    if not conf.confined:
-        if os.geteuid() == 0:
-            pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons))
-        pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
+    require_confinement()
     root = tmp_path_factory.mktemp("cluster")
-    os.chmod(root, 0o755)
-    sol = root / "solutions"
-    sol.mkdir()
-    nbformat.write(solutions_notebook(), sol / NAME)
-    for name, answers in LEARNERS.items():
-        (root / "class" / name / "hw").mkdir(parents=True)  # one level deeper, as a learner's folder may be
-        nbformat.write(learner_copy(answers), root / "class" / name / "hw" / NAME)
+    sol = write_class(root, LEARNERS, subfolder="hw")  # one level deeper, as a learner's folder may be
     (root / "class" / "untouched").mkdir()
     nbformat.write(stub_copy(), root / "class" / "untouched" / NAME)
     (root / "roster.txt").write_text("\n".join([*LEARNERS, "untouched", "absent"]) + "\n")

@@ -18,10 +18,9 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_fixtures"))
-from make_fixtures import NAME, learner_copy, solutions_notebook, stub_copy  # noqa: E402
+from make_fixtures import NAME, require_confinement, solutions_notebook, stub_copy, write_class  # noqa: E402
 
 from graphcourse.grading.engine import assignment_seed  # noqa: E402
-from graphcourse.grading.sandbox import detect  # noqa: E402
 
 NAMES_THAT_COLLIDE = [b"zz victim", b"zz_victim-18c793ef", b"ZZ_VICTIM", b"caf\xe9 \xff"]
 """'zz victim' slugs to 'zz_victim-18c793ef', a second learner's real name; case differs; bytes that are not UTF-8."""
@@ -60,19 +59,9 @@ def _marks(report: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def regraded(tmp_path_factory) -> list[dict]:
-    conf = detect()
-    if not conf.confined:
-        if os.geteuid() == 0:
-            pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons))
-        pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
+    require_confinement()
     root = tmp_path_factory.mktemp("regrade")
-    os.chmod(root, 0o755)
-    sol = root / "solutions"
-    sol.mkdir()
-    nbformat.write(solutions_notebook(), sol / NAME)
-    for name, answers in LEARNERS.items():
-        (root / "class" / name).mkdir(parents=True)
-        nbformat.write(learner_copy(answers), root / "class" / name / NAME)
+    sol = write_class(root, LEARNERS)
     for name in NAMES_THAT_COLLIDE:  # hostile but legal names, with untouched copies (no kernel needed)
         folder = os.path.join(os.fsencode(root / "class"), name)
         os.makedirs(folder)

@@ -12,14 +12,12 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_fixtures"))
-from make_fixtures import NAME, learner_copy, solutions_notebook  # noqa: E402
+from make_fixtures import NAME, require_confinement, solutions_notebook, write_class  # noqa: E402
 
 from graphcourse.grading import model_cache  # noqa: E402
 from graphcourse.grading.runner import CellRun, CheckRun, ExerciseRun  # noqa: E402
-from graphcourse.grading.sandbox import detect  # noqa: E402
 
 LEARNERS = {"model": None, "lookup": {"ex01_add": "def add(a, b):\n    return {(1, 2): 3}.get((a, b), 0)"}}
 
@@ -39,18 +37,8 @@ def _grade(root: Path, sol: Path, out: str, *extra: str) -> dict:
 
 
 def test_a_kept_model_run_gives_the_same_marks_and_is_kept_only_where_safe(course_process, tmp_path: Path) -> None:
-    conf = detect()
-    if not conf.confined:
-        if os.geteuid() == 0:
-            pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons))
-        pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
-    os.chmod(tmp_path, 0o755)
-    sol = tmp_path / "solutions"
-    sol.mkdir()
-    nbformat.write(solutions_notebook(), sol / NAME)
-    for name, answers in LEARNERS.items():
-        (tmp_path / "class" / name).mkdir(parents=True)
-        nbformat.write(learner_copy(answers), tmp_path / "class" / name / NAME)
+    require_confinement()
+    sol = write_class(tmp_path, LEARNERS)
     cache = tmp_path / "cache"
 
     first = _grade(tmp_path, sol, "one")

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from graphcourse.grading.sandbox import LEARNER_NAME, Limits, Sandbox, UidPool, detect
+from graphcourse.grading.sandbox import LEARNER_NAME, Limits, Sandbox, UidPool
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_fixtures"))
+from make_fixtures import require_confinement  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ("import getpass, json, os, pwd, resource\n"
@@ -24,17 +27,8 @@ PROBE = ("import getpass, json, os, pwd, resource\n"
          "                  'root_name': pwd.getpwuid(0).pw_name}))\n")
 
 
-def _confined():
-    conf = detect()
-    if not conf.confined:
-        if os.geteuid() == 0:
-            pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons))
-        pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
-    return conf
-
-
 def _run(tmp_path: Path, gpu: bool, code: str = PROBE, tmp_mb: int = 1024) -> subprocess.CompletedProcess:
-    conf = _confined()
+    conf = require_confinement()
     pool = UidPool(1)  # the machine's pool: the sweep below must never meet a grader running beside this test
     os.chmod(tmp_path, 0o755)
     box = Sandbox(conf, 0, tmp_path / "slot-0", ROOT, Limits(memory_mb=2048, gpu_memory_mb=65536, tmp_mb=tmp_mb), gpu=gpu,

@@ -1,16 +1,48 @@
 """A tiny solutions notebook in the check protocol, and a class of learners (honest and hostile) built from it.
 
-Used by tests/test_grade.py: small enough that a whole class grades in about a minute on a busy 2-core machine."""
+Used by tests/test_grade.py: small enough that a whole class grades in about a minute on a busy 2-core machine. The
+other confined grader tests take `require_confinement` and `write_class` from here too."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 NAME = "01_tiny.ipynb"
+
+
+def require_confinement():
+    """sandbox.detect()'s answer where the grader can confine learners; else skip the test (no root or bubblewrap,
+    as on a laptop), or fail it where the grader runs as root and still cannot (CI installs bubblewrap)."""
+    import pytest
+
+    from graphcourse.grading.sandbox import detect
+
+    conf = detect()
+    if not conf.confined:
+        if os.geteuid() == 0:
+            pytest.fail("the grader runs as root but cannot confine learners: " + "; ".join(conf.reasons)
+                        + " (CI: apt-get install bubblewrap)")
+        pytest.skip("confinement needs root and bubblewrap: " + "; ".join(conf.reasons))
+    return conf
+
+
+def write_class(root: Path, learners: dict, subfolder: str = "") -> Path:
+    """root/solutions/NAME (the solutions notebook) and root/class/<learner>/[subfolder/]NAME with each learner's
+    answers (None: the model answers), root readable by the confined learners' uids; returns the solutions folder."""
+    os.chmod(root, 0o755)
+    sol = root / "solutions"
+    sol.mkdir()
+    nbformat.write(solutions_notebook(), sol / NAME)
+    for name, answers in learners.items():
+        folder = root / "class" / name / subfolder
+        folder.mkdir(parents=True)
+        nbformat.write(learner_copy(answers), folder / NAME)
+    return sol
 
 
 def check(source: str, **meta) -> nbformat.NotebookNode:
