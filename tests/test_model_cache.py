@@ -102,7 +102,10 @@ def test_the_digest_follows_what_the_model_run_depends_on(tmp_path: Path) -> Non
                    {"devices": 1}):
         assert model_cache.key(**{**base, **change}) != first, change
     (root / "toygraph" / "a.py").write_text("x = 2\n")
-    assert model_cache.key(**base) != first, "a change to the course's code names another file"
+    second = model_cache.key(**base)
+    assert second != first, "a change to the course's code names another file"
+    (root / "graphcourse" / "facts.toml").write_text("a = 1\n")
+    assert model_cache.key(**base) != second, "so does a change to a table the code reads beside itself"
 
 
 def test_an_unconfined_run_neither_reads_nor_keeps_a_model_run(tmp_path: Path, monkeypatch) -> None:

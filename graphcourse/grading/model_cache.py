@@ -16,8 +16,8 @@ What the file holds decides marks, so it is kept only where no learner can write
   could write, is not read;
 * a run whose model answer could not run, or failed its own checks, is not kept.
 
-A change to anything in the digest (a solution's cell, the seed, a file of ``graphcourse/`` or ``toygraph/``, the
-torch version, the GPUs this machine has) names another file, so a stale run is never read.
+A change to anything in the digest (a solution's cell, the seed, a module of ``graphcourse/`` or ``toygraph/`` or a
+table beside one, the torch version, the GPUs this machine has) names another file, so a stale run is never read.
 """
 
 from __future__ import annotations
@@ -47,12 +47,16 @@ def folder() -> Path:
     return base / "graphcourse" / "model-runs"
 
 
+CODE_SUFFIXES = (".py", ".toml", ".json")
+"""What a kernel reads from graphcourse/ and toygraph/: their modules and the tables beside them (engine_facts.toml)."""
+
+
 def _code_digest(course_root: Path) -> str:
-    """One digest of the course code a kernel imports (graphcourse/ and toygraph/, their .py files)."""
+    """One digest of the course code a kernel imports (graphcourse/ and toygraph/: CODE_SUFFIXES files)."""
     digest = hashlib.sha256()
     for package in ("graphcourse", "toygraph"):
-        for path in sorted((course_root / package).rglob("*.py")):
-            if "__pycache__" in path.parts:
+        for path in sorted((course_root / package).rglob("*")):
+            if "__pycache__" in path.parts or path.suffix not in CODE_SUFFIXES or not path.is_file():
                 continue
             digest.update(path.relative_to(course_root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
