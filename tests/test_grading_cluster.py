@@ -201,6 +201,8 @@ def test_every_output_of_the_cluster_run_matches_the_one_machine_run(cluster_and
 def test_a_rerun_on_the_cluster_keeps_every_learner_and_leaves_nothing_behind(cluster_and_alone, course_process) -> None:
     again = cluster_and_alone["again"]["report"]
     assert again["run"].get("kept_from_earlier_report") == 5, again["run"]
+    assert again["run"]["cluster"] == cluster_and_alone["cluster"]["report"]["run"]["cluster"], \
+        "a rerun that keeps everyone still says which machines graded them, under which time limits"
     assert _records(again) == _records(cluster_and_alone["alone"]["report"])
     tmp = cluster_and_alone["worker_tmp"]
     assert not _processes_named(str(tmp)), "a worker's grader outlived its task"

@@ -92,6 +92,12 @@ def regraded(tmp_path_factory) -> list[dict]:
     assert proc.returncode == 0, proc.stderr[-3000:]
     resumed = json.loads(first.read_text())
     resumed["out"], resumed["stderr"] = str(root / "out0"), proc.stderr
+    # and once more: now every learner is kept, so no model run sets the time limits
+    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--solutions", str(sol),
+                           "--report", str(first), "--quiet", "--timeout-per-cell", "10", "--roster", str(root / "roster.txt")],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resumed["all_kept"] = json.loads(first.read_text())
     reports.append(resumed)
     reports.append(assignment_seed(sol))
     return reports
@@ -130,6 +136,9 @@ def test_a_rerun_keeps_who_was_graded_and_the_roster_names_who_handed_in_nothing
     *reports, resumed, _seed = regraded
     first = {n: m for n, m in _marks(reports[1]).items()}
     kept = resumed["run"]["kept_from_earlier_report"]
+    all_kept = resumed["all_kept"]["run"]
+    assert all_kept.get("kept_from_earlier_report") == len(resumed["learners"]) - 1, all_kept  # all but the absent one
+    assert all_kept["time_limits_s"] == resumed["run"]["time_limits_s"], "it still says the limits it graded under"
     assert kept == len(reports[1]["learners"]) - 1, "every learner but the one left 'not graded yet' is kept"
     again = _marks(resumed)
     assert again.pop("absent_learner") == (0, {ex: {c: "not-handed-in" for c in checks}

@@ -635,6 +635,11 @@ class Grader:
                 kept.add(learner.name)
         if kept:
             self.report["run"]["kept_from_earlier_report"] = len(kept)
+            # the time limits the kept learners were graded under and, on a cluster, the machines that graded
+            # them: a model run in this run, or a cluster run, replaces these for the learners it grades
+            for key in ("time_limits_s", "cluster"):
+                if key in run:
+                    self.report["run"][key] = run[key]
         return kept
 
     async def run(self) -> dict:
