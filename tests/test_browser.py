@@ -169,6 +169,17 @@ def course_lab(tmp_path_factory):
         yield server
 
 
+def test_a_lesson_opens_unchanged_once_its_kernel_starts(course_lab, browser):
+    """JupyterLab writes the kernel's language_info into the notebook as the kernel starts; a lesson stored with
+    another Python opened marked unsaved, and autosave rewrote it as if the learner had changed it."""
+    rel = "notebooks/01_the_big_idea.ipynb"
+    with bs.open_notebook(browser, course_lab, rel) as nb:
+        nb.wait_kernel_idle()
+        dirty = nb.page.evaluate("""(p) => { for (const w of window.jupyterapp.shell.widgets('main'))
+          if (w.context && w.context.path === p) return w.context.model.dirty; return null; }""", rel)
+    assert dirty is False, "the lesson opened marked unsaved"
+
+
 def test_new_learner_reaches_every_lesson_answers_self_checks_and_grades(course_lab, browser, tmp_path):
     import json
     import re

@@ -192,3 +192,17 @@ def test_every_authored_only_passage_is_closed() -> None:
             text = (ROOT / rel).read_text()
             opened, closed = text.count("<!-- authored only:"), text.count("<!-- end authored only -->")
             assert opened == closed == len(release.AUTHORED_ONLY.findall(text)), rel
+
+
+def test_a_released_lesson_carries_the_language_info_its_kernel_reports(release_built: Path) -> None:
+    """JupyterLab writes the kernel's language_info into a notebook as its kernel starts: a lesson stored with another
+    Python's version opened marked unsaved (test_browser opens one and checks it is not)."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    lessons = sorted((release_built / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert lessons
+    for path in lessons:
+        info = nbformat.read(path, as_version=4).metadata["language_info"]
+        assert info == {**info, **IPythonKernel.language_info}, (path.name, info)
+    authored = nbformat.read(release.ROOT / "notebooks" / lessons[0].name, as_version=4)
+    assert "language_info" in authored.metadata  # the authored lesson keeps what executed it

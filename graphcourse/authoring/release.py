@@ -103,7 +103,20 @@ def dressed_lesson(root: Path, rel: str, files: set[str]) -> nbformat.NotebookNo
     nb = nbformat.read(root / rel, as_version=4)
     nav.dress(nb, rel, names, titles, exercises, repo, branch)
     slides.mark(nb)
+    _kernel_python(nb)
     return nb
+
+
+def _kernel_python(nb: nbformat.NotebookNode) -> None:
+    """Store the Python version of the environment that builds the release, as ipykernel reports it.
+
+    JupyterLab writes the kernel's language_info into a notebook as its kernel starts. A lesson stored with another
+    Python (the one that executed it) would open marked unsaved, and autosave would rewrite it as if the learner had
+    changed it. The release is built by the course's own environment (make lab, the class server), whose kernel
+    learners run, so the lesson opens unchanged."""
+    info = nb.metadata.get("language_info")
+    if isinstance(info, dict) and info.get("name") == "python":
+        info["version"] = sys.version.split()[0]  # ipykernel's IPythonKernel.language_info["version"]
 
 
 def released_bytes(root: Path, rel: str, files: set[str]) -> bytes:
