@@ -345,6 +345,20 @@ def test_the_static_scan_names_the_line():
     assert not scan("class L:\n    def __init__(self):\n        self.ready = False")
 
 
+def test_the_scan_sees_the_ways_around_a_guarded_object():
+    """Three forgeries a red-team review made earn points unflagged: functools.wraps writing into __dict__, a
+    built-in type's method called on the toy's guarded list, and __init__ run again on it."""
+    assert scan("import functools\ng = functools.wraps(src, assigned=(), updated=(D,))(g)")
+    assert scan("from functools import wraps\nwraps(src)(g)")
+    assert scan("def f(dev):\n    list.pop(dev.graph_pools, 0)")
+    assert scan("def f(dev):\n    object.__setattr__(dev, 'sync_count', 3)")
+    assert scan("def f(dev):\n    dev.graph_pools.__init__([])")
+    # what honest answers write stays unflagged
+    assert not scan("def f(xs):\n    ys = list(xs)\n    ys.pop(0)\n    return dict.fromkeys(ys)")
+    assert not scan("class Pool:\n    def __init__(self, n):\n        super().__init__()\n        self.rows = [0] * n")
+    assert not scan("class A:\n    pass\nclass B(A):\n    def __init__(self):\n        A.__init__(self)")
+
+
 def test_plain_data_comparison_has_no_loopholes():
     assert same([1, 2.0, "a", None, True], [1, 2.0, "a", None, True], 0)
     assert not same(True, 1, 0) and not same(1, True, 0)
@@ -362,6 +376,33 @@ def test_discover_finds_deeper_folders_and_lists_what_it_skips(tmp_path):
     learners, skipped = discover([tmp_path], {NAME}, lambda p: NAME)
     assert sorted(l.name for l in learners) == [".cy", "ann", "bob"]
     assert {Path(p).name for p, _ in skipped} == {".ipynb_checkpoints", "empty"}
+
+
+def test_every_learner_keeps_a_name_of_their_own(tmp_path):
+    """A loose alice.ipynb beside the folders alice/ and 'alice (2)/' was renamed 'alice (2)', and the two learners
+    then shared (and overwrote) one record in every report."""
+    _write(tmp_path / "alice" / NAME, stub_copy())
+    _write(tmp_path / "alice (2)" / NAME, stub_copy())
+    _write(tmp_path / "alice.ipynb", stub_copy())
+    learners, _ = discover([tmp_path], {NAME}, lambda p: NAME)
+    names = [l.name for l in learners]
+    assert len(set(names)) == len(names) == 3, names
+    assert {"alice", "alice (2)"} <= set(names), names
+    by_name = {l.name: l.files[0].parent.name if l.files[0].name == NAME else l.files[0].name for l in learners}
+    assert by_name["alice (2)"] == "alice (2)", "the folder keeps its own name; the loose notebook gets another"
+
+
+def test_a_learner_named_index_keeps_their_feedback_page():
+    stems = reports.file_names(["index", "Index", "ann"])
+    assert "index" not in {s.lower() for s in stems.values()}, stems  # feedback/index.html is the class's page
+    assert len({s.lower() for s in stems.values()}) == 3 and stems["ann"] == "ann", stems
+
+
+def test_a_name_cannot_print_a_row_of_its_own_in_the_terminal_table():
+    forged = "bob\n  16\u221516 \tfaked"
+    assert "\n" not in reports.shown(forged) and "\t" not in reports.shown(forged)
+    assert reports.shown(forged).startswith("bob\\x0a")
+    assert reports.shown("ann") == "ann"
 
 
 def test_the_grader_says_why_it_cannot_run(tmp_path, capsys):

@@ -155,5 +155,5 @@ def main(argv: list[str] | None = None) -> int:
     if review:
         print(f"needs review: {len(review)} answer(s) touch the grading machinery and earn nothing until cleared "
               f"(read them, then --allow-reviewed LEARNER:EXERCISE): "
-              + ", ".join(f"{reports.terminal(n)}:{ex}" for n, ex in review[:10]))
+              + ", ".join(f"{reports.shown(n)}:{ex}" for n, ex in review[:10]))
     return 0

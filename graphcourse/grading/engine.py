@@ -538,7 +538,7 @@ class Grader:
             self.report["learners"][name] = rec
         extra = sorted(found - set(self.options.roster))
         if extra:
-            self.warnings.append(f"not on the roster, graded anyway: {', '.join(reports.terminal(n) for n in extra[:10])}"
+            self.warnings.append(f"not on the roster, graded anyway: {', '.join(reports.shown(n) for n in extra[:10])}"
                                  + (f" and {len(extra) - 10} more" if len(extra) > 10 else ""))
         return absent
 

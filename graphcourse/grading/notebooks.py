@@ -326,11 +326,17 @@ def discover(paths: list[Path], solution_names: set[str], copy_of,
                 found.append(Learner(path.resolve().name, loose))
             else:
                 found += [Learner(p.stem, [p]) for p in loose]
-    seen: dict[str, int] = {}
+    # one name per learner: a second 'alice' becomes 'alice (2)', or 'alice (3)' where a folder is named 'alice (2)'
+    # (two learners under one name would share, and overwrite, one record in every report)
+    found_as = {learner.name for learner in found}
+    given: set[str] = set()
     for learner in found:
-        seen[learner.name] = seen.get(learner.name, 0) + 1
-        if seen[learner.name] > 1:
-            learner.name = f"{learner.name} ({seen[learner.name]})"
+        name, n = learner.name, 1
+        while name in given or (n > 1 and name in found_as):
+            n += 1
+            name = f"{learner.name} ({n})"
+        given.add(name)
+        learner.name = name
     return found, skipped
 
 

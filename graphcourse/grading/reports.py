@@ -75,7 +75,7 @@ def slug(name: str) -> str:
 def file_names(names) -> dict[str, str]:
     """learner -> file stem, unique across the class even ignoring case (a case-insensitive disk, a learner named
     after another's slug): in name order, a stem already taken gets -2, -3, ... The same class gets the same stems."""
-    taken: set[str] = set()
+    taken: set[str] = {"index"}  # the class's index page (feedback/index.html): a learner named index gets index-2
     out: dict[str, str] = {}
     for name in sorted(names, key=lambda n: (slug(n).lower(), n.encode("utf-8", "surrogatepass"))):
         base = stem = slug(name)
@@ -89,8 +89,9 @@ def file_names(names) -> dict[str, str]:
 
 def shown(name: str) -> str:
     """A learner's or file's name as reports show it: bytes that are not UTF-8 (a folder named on another system)
-    written as \\xNN, control characters escaped. The report's keys stay the names as found."""
-    return terminal(name)
+    written as \\xNN, control characters escaped, and a line break or tab too (a folder named "bob\\n  16/16" must
+    not print a row of its own in the instructor's table). The report's keys stay the names as found."""
+    return terminal(name).replace("\n", "\\x0a").replace("\t", "\\x09")
 
 
 def index_html(report: dict, stems: dict[str, str], folder: str) -> str:
@@ -187,7 +188,7 @@ def handed_in_line(name: str, rec: dict) -> str | None:
         return None
     got, top = sum(b.get("points", 0) for b in handed.values()), sum(b.get("max", 0) for b in handed.values())
     opened = sum(b.get("open", 0) for b in handed.values())
-    return (f"{terminal(name)}: {got}/{top} over the notebook(s) handed in ({', '.join(_stem(n) for n in sorted(handed))})"
+    return (f"{shown(name)}: {got}/{top} over the notebook(s) handed in ({', '.join(_stem(n) for n in sorted(handed))})"
             + (f", {opened} point(s) not graded here" if opened else "")
             + f"; not handed in: {', '.join(_stem(n) for n in missing)} (the course total "
               f"{rec.get('total', 0)}/{rec.get('max', 0)} counts them as 0)")
@@ -272,7 +273,7 @@ def table(report: dict, width: int = TABLE_WIDTH) -> str:
     short = _short_ids(ids)
     books = notebook_names(learners)
     several = len(books) > 1
-    names = {n: terminal(n) for n in learners}
+    names = {n: shown(n) for n in learners}
     name_w = max([len("learner")] + [len(t) for t in names.values() if len(t) <= 24])  # longer: a line of its own
     book_w = min(28, max([len("notebook")] + [len(_stem(b)) for b in books])) if several else 0
     rows: list[tuple[str, str, str, str]] = []  # learner, notebook, points, exercises

@@ -39,7 +39,8 @@ NAMES = {
     "__import__": "imports by name at run time", "globals": "reaches the kernel's global namespace",
     "locals": "reads a frame's local names", "vars": "reads an object's namespace",
     "attrgetter": "reads attributes by name", "methodcaller": "calls methods by name",
-    "update_wrapper": "copies attributes by name (setattr in disguise)", "get_type_hints": "evaluates strings as code",
+    "update_wrapper": "copies attributes by name (setattr in disguise)",
+    "wraps": "copies attributes by name, into __dict__ too (setattr in disguise)", "get_type_hints": "evaluates strings as code",
     "ForwardRef": "evaluates a string as code", "Formatter": "reads attributes named in a string",
     "get_field": "reads attributes named in a string", "locate": "finds any object by a dotted name",
     "resolve_name": "finds any object by a dotted name",
@@ -70,6 +71,13 @@ PATHS = ("/proc", "/sys", "/dev", "/etc", "/work", "/root", "/home", "/tmp", "so
 # methods of everyday objects that share a name with a builtin the scan flags: re.compile, torch.compile,
 # model.eval(), a file's .open(), model.modules()
 _HONEST_METHODS = {"open", "compile", "eval", "input", "exit"}
+# list.pop(obj, 0), object.__setattr__(obj, ...): a built-in type's own method called on an object, which skips the
+# methods that object's class defines (the toy's guarded lists and dicts)
+_BASE_TYPES = {"list", "dict", "set", "object", "type", "bytearray", "deque", "OrderedDict", "defaultdict"}
+_BASE_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "setdefault",
+                  "popitem", "add", "discard", "difference_update", "intersection_update", "symmetric_difference_update",
+                  "appendleft", "extendleft", "popleft", "rotate", "move_to_end", "__init__", "__setattr__",
+                  "__delattr__", "__setitem__", "__delitem__", "__iadd__", "__imul__", "__ior__", "__iand__"}
 _DUNDER = re.compile(r"__(?!init__|name__|main__|future__|file__|doc__|version__)[A-Za-z_]+__")
 
 MAX_CHARS = 200_000
@@ -133,6 +141,11 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
                           "not import)")
             elif node.attr in NAMES and node.attr not in _HONEST_METHODS:
                 add(node, f"uses .{node.attr}")
+            elif node.attr in _BASE_MUTATORS and isinstance(node.value, ast.Name) and node.value.id in _BASE_TYPES \
+                    and node.value.id not in assigned:
+                add(node, f"calls {node.value.id}.{node.attr} on an object, past that object's own methods")
+            elif node.attr == "__init__" and isinstance(node.value, (ast.Attribute, ast.Subscript)):
+                add(node, f"runs __init__ again on {_short(node.value)}, an object that exists already")
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 root = _root(node)
                 if root is None or root not in assigned:
