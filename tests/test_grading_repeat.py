@@ -66,15 +66,19 @@ def regraded(tmp_path_factory) -> list[dict]:
         folder = os.path.join(os.fsencode(root / "class"), name)
         os.makedirs(folder)
         nbformat.write(stub_copy(), os.fsdecode(os.path.join(folder, os.fsencode(NAME))))
+
+    def grade(report: Path, *extra: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--solutions", str(sol),
+                               "--report", str(report), "--quiet", "--timeout-per-cell", "10", *extra],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc
+
     reports = []
     for run in range(3):
         out = root / f"out{run}"
-        proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--solutions", str(sol),
-                               "--report", str(out / "grades.json"), "--jobs", "2", "--quiet", "--timeout-per-cell", "10",
-                               "--csv", str(out / "grades.csv"), "--junit", str(out / "grades.xml"),
-                               "--feedback", str(out / "feedback"), "--gradescope", str(out / "gradescope")],
-                              capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        grade(out / "grades.json", "--jobs", "2", "--csv", str(out / "grades.csv"), "--junit", str(out / "grades.xml"),
+              "--feedback", str(out / "feedback"), "--gradescope", str(out / "gradescope"))
         reports.append(json.loads((out / "grades.json").read_text()))
         reports[-1]["out"] = str(out)
     # a rerun into the first report, as after an interruption: one learner left 'not graded yet', one on the
@@ -84,19 +88,12 @@ def regraded(tmp_path_factory) -> list[dict]:
     data["learners"]["lookup"]["status"] = "not graded yet"
     first.write_text(json.dumps(data))
     (root / "roster.txt").write_text("# the class\n" + "\n".join([*LEARNERS, "absent_learner"]) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--solutions", str(sol),
-                           "--report", str(first), "--jobs", "2", "--quiet", "--timeout-per-cell", "10",
-                           "--csv", str(root / "out0" / "grades.csv"), "--feedback", str(root / "out0" / "feedback"),
-                           "--roster", str(root / "roster.txt")],
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = grade(first, "--jobs", "2", "--csv", str(root / "out0" / "grades.csv"),
+                 "--feedback", str(root / "out0" / "feedback"), "--roster", str(root / "roster.txt"))
     resumed = json.loads(first.read_text())
     resumed["out"], resumed["stderr"] = str(root / "out0"), proc.stderr
     # and once more: now every learner is kept, so no model run sets the time limits
-    proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--solutions", str(sol),
-                           "--report", str(first), "--quiet", "--timeout-per-cell", "10", "--roster", str(root / "roster.txt")],
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    grade(first, "--roster", str(root / "roster.txt"))
     resumed["all_kept"] = json.loads(first.read_text())
     reports.append(resumed)
     reports.append(assignment_seed(sol))
