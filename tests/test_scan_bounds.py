@@ -40,3 +40,45 @@ def test_a_plain_answer_is_unchanged() -> None:
     assert scan("def add(a, b):\n    return a + b\n") == []
     assert scan("import os\n") == ["line 1: imports os"]
     assert scan("f.__code__.replace(co_code=b'')\n") != []
+
+
+def test_a_notebook_built_to_be_slow_to_parse_is_parsed_within_a_budget(monkeypatch) -> None:
+    """Finding an answer parses each code cell once, and at most PARSE_BUDGET characters of code per notebook: a
+    20 MB cell (or a hundred 200 KB ones) once took gigabytes and a minute per exercise of the grader's own process.
+    The cells past the budget are read line by line, and the learner's answer is still found and graded."""
+    import ast
+    import json
+
+    from graphcourse.grading import notebooks
+    from graphcourse.grading.assignment import load_assignments
+    from graphcourse.core.paths import ROOT
+
+    a = next(a for a in load_assignments(ROOT / "solutions") if a.name == "06_exercises.ipynb")
+    parsed: list[int] = []
+    real_parse = ast.parse
+    monkeypatch.setattr(notebooks.ast, "parse", lambda source, *a, **k: parsed.append(len(source)) or
+                        real_parse(source, *a, **k))
+    ex = next(e for e in a.exercises if e.id == "ex07_shared_pool")
+    nb = json.loads((ROOT / "exercises" / "06_exercises.ipynb").read_text(encoding="utf-8"))
+    junk = [{"cell_type": "code", "execution_count": None, "id": f"junk{i}", "metadata": {}, "outputs": [],
+             "source": f"def helper{i}():\n    pass\nx{i} = [" + "1," * 99_000 + "]"} for i in range(20)]
+    junk.append({**junk[0], "id": "big", "source": "y = [" + "1," * 2_000_000 + "]"})
+    mine = {"cell_type": "code", "execution_count": None, "id": "mine", "metadata": {}, "outputs": [],
+            "source": "def serve(pool, batches):\n    return [[0] for _ in batches]\n"}
+    nb["cells"] = junk + nb["cells"] + [mine]
+    cells, _meta, _notes = notebooks.parse(json.dumps(nb).encode(), "06_exercises.ipynb")
+    assert sum(parsed) <= notebooks.PARSE_BUDGET and max(parsed) <= notebooks.MAX_PARSED
+    assert cells[-1].names == {"serve"}  # the small cells first: the learner's own are always parsed
+    assert {"helper19", "x19"} <= cells[19].names and cells[20].names == {"y"}  # read line by line
+    before = len(parsed)
+    answer = notebooks.find_answer(cells, ex.id, ex.names, ex.stub, a.given, set())
+    assert len(parsed) == before, "find_answer parses nothing again"
+    assert answer.source == mine["source"], answer
+
+
+def test_top_level_names_read_line_by_line_match_the_parser_on_plain_code() -> None:
+    from graphcourse.grading.notebooks import _defined_by_lines, _parsed_names
+
+    source = ("import os\n\nLIMIT: int = 3\nTOTAL += 1\n\n\ndef serve(pool, batches):\n    inner = 1\n    return inner\n\n"
+              "class Pool:\n    size = 2\n\n\nasync def fetch():\n    pass\n\nif LIMIT == 3:\n    pass\n")
+    assert _defined_by_lines(source) == set(_parsed_names(source)) == {"LIMIT", "TOTAL", "serve", "Pool", "fetch"}

@@ -100,3 +100,39 @@ def test_a_join_to_a_stream_that_was_never_forked_invalidates_the_capture():
             sg.main.launch(lambda v: v, x)
             sg.main.wait_stream(sg.stream("side"))
     assert sg.graph.state == "invalidated"
+
+
+def test_the_captured_dag_is_the_toys_own_record():
+    """A program cannot rewrite which kernel waits on which, or which stream ran it: replay draws the captured DAG."""
+    import copy
+
+    from toygraph import BucketedGraphs, ToyGraph
+    from toygraph.rng import ToyGenerator
+
+    dev = ToyDevice()
+    sg, _x, _out = capture_fork_join(dev, [1.0], [1.0])
+    ids = {n.name: id(n) for n in sg.graph.nodes}
+    writes = [lambda: sg.deps.clear(), lambda: sg.deps.update({ids["join"]: frozenset()}),
+              lambda: sg.deps.__setitem__(ids["join"], frozenset()), lambda: sg.deps.pop(ids["join"]),
+              lambda: sg.stream_of.update({ids["left0"]: "side"}), lambda: sg.stream_of.setdefault(1, "x"),
+              lambda: sg.streams.popitem()]
+    for write in writes:
+        with pytest.raises(AttributeError, match="Only toygraph changes it"):
+            write()
+    with pytest.raises(AttributeError):
+        sg.deps[ids["join"]].add(ids["embed"])  # frozenset: no add at all
+    assert sg.deps[ids["join"]] == {ids["left0"], ids["right0"]} and sg.stream_of[ids["right0"]] == "side"
+    plain = copy.deepcopy(sg.deps)
+    plain.clear()  # a copy is the reader's own, plain dict
+    assert type(plain) is dict and sg.deps
+    sg.replay()
+    assert sg.last_replay_us == pytest.approx(3.0)  # embed, then the two branches side by side, then join
+
+    runner = BucketedGraphs([lambda v: [a + 1 for a in v]], buckets=(1, 2), device=dev)
+    gen = ToyGenerator(dev, default=False)
+    g = ToyGraph(dev)
+    gen.register(g)
+    for write in (lambda: runner.graphs.clear(), lambda: runner.batch_sizes.append(1),
+                  lambda: gen._registered.discard(id(g)), lambda: gen._registered.add(1), lambda: g.ops.append(print)):
+        with pytest.raises(AttributeError, match="Only toygraph changes it"):
+            write()

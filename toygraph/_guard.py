@@ -95,7 +95,7 @@ def _owned(obj, name: str) -> bool:
     return False
 
 
-class Record(list):
+class Record(list, metaclass=SealedType):
     """A list only toygraph changes (a timeline's events, a graph's nodes, a device's graph pools): reading,
     iterating and copying work as for a list."""
 
@@ -156,3 +156,42 @@ class Record(list):
 
     def __reduce_ex__(self, protocol):  # a copy or a pickle is a plain list: the guard guards the toy's own
         return (list, (list(self),))
+
+
+def _guarded_methods(base: type, names: tuple[str, ...], what: str) -> dict:
+    """Methods of base that refuse to run unless toygraph's own code calls them (see Record)."""
+    def make(name):
+        method = getattr(base, name)
+
+        def guarded(self, *args, **kwargs):
+            if not _from_toygraph():
+                _refuse(f"a {what} the toy keeps ({name.strip('_')})", "this is the toy's own record (a graph's "
+                        "dependencies and streams, a runner's graphs, a generator's registrations).")
+            return method(self, *args, **kwargs)
+        guarded.__name__ = guarded.__qualname__ = name
+        return guarded
+    return {name: make(name) for name in names}
+
+
+class RecordDict(dict, metaclass=SealedType):
+    """A dict only toygraph changes (a stream graph's dependencies, a bucketed runner's graphs): reading, iterating
+    and copying work as for a dict; a copy is a plain dict."""
+
+    __slots__ = ()
+    locals().update(_guarded_methods(dict, ("__setitem__", "__delitem__", "clear", "pop", "popitem", "setdefault",
+                                            "update", "__ior__"), "dict"))
+
+    def __reduce_ex__(self, protocol):
+        return (dict, (dict(self),))
+
+
+class RecordSet(set, metaclass=SealedType):
+    """A set only toygraph changes (the graphs a generator is registered with); a copy is a plain set."""
+
+    __slots__ = ()
+    locals().update(_guarded_methods(set, ("add", "discard", "remove", "pop", "clear", "update", "difference_update",
+                                           "intersection_update", "symmetric_difference_update", "__ior__", "__iand__",
+                                           "__isub__", "__ixor__"), "set"))
+
+    def __reduce_ex__(self, protocol):
+        return (set, (set(self),))

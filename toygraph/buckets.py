@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from ._guard import Guarded
+from ._guard import Guarded, Record, RecordDict
 from .capture import ToyGraph, count, launch
 from .errors import InvalidArgumentError
 from .memory import Buffer, ToyDevice, _check_values, default_device
@@ -130,14 +130,14 @@ class BucketedGraphs(Guarded):
         self.buckets = check_buckets(buckets)
         self.device = device or default_device()
         self.pad_value = pad_value
-        self.graphs: dict[int, ToyGraph] = {}
+        self.graphs: dict[int, ToyGraph] = RecordDict()
         for b in self.buckets:
             g = ToyGraph(self.device, name=f"bucket {b}")
             for k in self.kernels:
                 g.record(k)
             g.capture([pad_value] * b)
             self.graphs[b] = g
-        self.batch_sizes: list[int] = []
+        self.batch_sizes: list[int] = Record()
 
     def run(self, batch: Sequence) -> Buffer:
         """The step's output for this batch: graphed in its bucket, or eager with a warning above the largest.

@@ -167,7 +167,7 @@ class ToyGraph(Guarded):
     def __init__(self, device: ToyDevice | None = None, *, name: str = "graph") -> None:
         if device is not None and not isinstance(device, ToyDevice):
             raise InvalidArgumentError(f"device must be a toygraph.ToyDevice, got {device!r}.")
-        self.ops: list[Kernel] = []
+        self.ops: list[Kernel] = Record()
         self.device = device or default_device()
         self.name = name
         self.pool = MemoryPool(f"graph:{name}")
@@ -176,12 +176,12 @@ class ToyGraph(Guarded):
         self.static_input: Buffer | None = None
         self.static_output: Buffer | None = None
         self.replays = 0
-        self._op_names: list[str | None] = []
-        self._op_kernel_us: list[float | None] = []
+        self._op_names: list[str | None] = Record()
+        self._op_kernel_us: list[float | None] = Record()
         self._invalid_reason = ""
         self._sink: list = self.nodes  # where launches are recorded: the graph, or a conditional node's body
         self._body_depth = 0
-        self._before_replay: list[Callable[[], None]] = []  # host work before each launch (RNG offsets)
+        self._before_replay: list[Callable[[], None]] = Record()  # host work before each launch (RNG offsets)
         self.check_input_liveness = False
         """Whether each replay first checks that no buffer from outside the pool was freed (set at capture)."""
 

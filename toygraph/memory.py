@@ -551,7 +551,7 @@ class ToyDevice(_DeviceObject):
         self._next_address = 0x7F0000000000
         self.allocations = 0
         """How many buffers this device has allocated: allocation #n in messages."""
-        self._cache: list[_Block] = []  # freed eager blocks, kept for reuse (the caching allocator's free list)
+        self._cache: list[_Block] = Record()  # freed eager blocks, kept for reuse (the caching allocator's free list)
 
     # memory -----------------------------------------------------------------
     @property

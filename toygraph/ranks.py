@@ -106,7 +106,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Sequence
 
-from ._guard import Guarded
+from ._guard import Guarded, Record
 from .buckets import bucket_for
 from .errors import GraphStateError, InvalidArgumentError, ToyGraphError
 from .freeze import freeze
@@ -226,7 +226,7 @@ class RankGraph(Guarded):
 
     def __init__(self, rank: "Rank", name: str) -> None:
         self.rank, self.name = rank, name
-        self.ops: list[_Kernel | Collective] = []
+        self.ops: list[_Kernel | Collective] = Record()
         self.state = "recording"  # -> "capturing" -> "captured" -> "freed"
         self.replays = 0
 
@@ -290,7 +290,7 @@ class Rank(Guarded):
         """Collectives this rank has completed on the communicator: the next one it reaches is number completed + 1."""
         self.last_completed = ""
         self.capturing: RankGraph | None = None
-        self.graphs: list[RankGraph] = []
+        self.graphs: list[RankGraph] = Record()
         """Live graphs on this rank that captured a collective: each holds the communicator."""
 
     def tensor(self, values: Sequence) -> RankBuffer:

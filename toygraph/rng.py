@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 
-from ._guard import Guarded
+from ._guard import Guarded, Record, RecordDict, RecordSet
 from .capture import ToyGraph, launch
 from .errors import CaptureError, InvalidArgumentError
 from .memory import Buffer, ToyDevice, default_device
@@ -52,10 +52,10 @@ class ToyGenerator(Guarded):
         """How many numbers of the stream have been handed out (advanced eagerly per call, per replay by graphs)."""
         self.state = self.device.tensor([seed, 0])
         """[seed, base offset] in device memory: what captured random kernels read at each replay."""
-        self._increments: dict[int, list[int]] = {}  # per graph: its whole-graph increment
+        self._increments: dict[int, list[int]] = RecordDict()  # per graph: its whole-graph increment
         self.default = bool(default)
         """The device's default generator, which every capture registers by itself (True), or another one."""
-        self._registered: set[int] = set()
+        self._registered: set[int] = RecordSet()
 
     def register(self, graph: ToyGraph) -> None:
         """``graph.register_generator_state(gen)`` before capture: the graph will move this generator on at replay."""
@@ -73,7 +73,7 @@ class ToyGenerator(Guarded):
 
     def _register(self, graph: ToyGraph) -> list[int]:
         if id(graph) not in self._increments:
-            increment = [0]
+            increment = Record([0])
             self._increments[id(graph)] = increment
 
             def replay_prologue() -> None:  # this replay's seed and offset into device memory, then move on

@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ._guard import Guarded
+from ._guard import Guarded, Record, RecordDict
 from .capture import Node, ToyGraph, count, graph, launch
 from .errors import CaptureError, GraphStateError, InvalidArgumentError
 from .memory import Buffer, ToyDevice, default_device
@@ -64,7 +64,7 @@ class ToyStream(Guarded):
         self.owner, self.name = owner, name
         self.last: Node | None = None
         self.joined = name == owner.main_name  # the capturing stream itself is always part of the capture
-        self._waits: list[Node] = []
+        self._waits: list[Node] = Record()
 
     def launch(self, fn: Callable, *inputs: Buffer, name: str | None = None, kernel_us: float | None = None,
                out: Buffer | None = None) -> Buffer:
@@ -83,7 +83,7 @@ class ToyStream(Guarded):
         result = launch(fn, *inputs, name=name, kernel_us=kernel_us, out=out)
         node = owner.graph.nodes[-1]
         deps = self._waits + ([self.last] if self.last is not None else [])
-        owner.deps[id(node)] = {id(d) for d in deps}
+        owner.deps[id(node)] = frozenset(id(d) for d in deps)
         owner.stream_of[id(node)] = self.name
         self.last, self._waits = node, []
         return result
@@ -127,10 +127,10 @@ class StreamGraph(Guarded):
         self.device = device or default_device()
         self.graph = ToyGraph(self.device, name=name)
         self.main_name = main
-        self.streams: dict[str, ToyStream] = {main: ToyStream(self, main)}
-        self.deps: dict[int, set[int]] = {}
-        self.stream_of: dict[int, str] = {}
-        self._joined_up_to: dict[str, Node | None] = {}
+        self.streams: dict[str, ToyStream] = RecordDict({main: ToyStream(self, main)})
+        self.deps: dict[int, frozenset[int]] = RecordDict()  # guarded: the DAG replay draws is the captured one
+        self.stream_of: dict[int, str] = RecordDict()
+        self._joined_up_to: dict[str, Node | None] = RecordDict()
         self.last_replay_us = 0.0
 
     @property

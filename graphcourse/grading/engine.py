@@ -27,7 +27,7 @@ from ..core.paths import ROOT
 from ..errors import GraphCourseError
 from . import model_cache, reports
 from .assignment import Assignment, Exercise, load_assignments
-from .notebooks import (InvalidNotebook, Learner, LearnerNotebook, _copy_name, defined_names, discover, find_answer,
+from .notebooks import (InvalidNotebook, Learner, LearnerNotebook, _copy_name, cell_names, discover, find_answer,
                         read_learner)
 from .runner import ExerciseRun, Limits, Session, run_exercise
 from .sandbox import Confinement, Limits as SandboxLimits, Sandbox, UidPool, detect, unmount_under
@@ -237,7 +237,7 @@ class Grader:
         defined: set[str] = set()
         for c in nb.cells:
             if c.type == "code":
-                defined |= defined_names(c.source)
+                defined |= cell_names(c)
         counts = [(len(defined & {n for ex in a.exercises for n in ex.names}), a.name) for a in self.assignments]
         best = max(counts)
         if best[0] and [n for n, _ in counts].count(best[0]) == 1:

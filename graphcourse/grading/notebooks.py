@@ -18,6 +18,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .scan import MAX_CHARS
+
 MAX_BYTES = 20 * 1024 * 1024
 TOOL_FOLDERS = {".ipynb_checkpoints", ".git", ".venv", "__pycache__", ".jupyter", ".local", ".cache", ".ipython",
                 ".Trash", ".virtual_documents", "node_modules"}
@@ -35,6 +37,7 @@ class Cell:
     graphcourse: dict  # metadata.graphcourse when it is a dict, else {}
     id: str | None
     index: int  # position in the notebook (0-based)
+    names: frozenset[str] | None = None  # what defined_names finds in a code cell, worked out once (see parse)
 
 
 @dataclass
@@ -140,7 +143,19 @@ def parse(data: bytes, name: str = "notebook") -> tuple[list[Cell], dict, list[s
         gc = meta.get("graphcourse") if isinstance(meta.get("graphcourse"), dict) else {}
         cid = c.get("id") if isinstance(c.get("id"), str) else None
         cells.append(Cell(ctype, source, list(tags), gc, cid, i))
+    budget = PARSE_BUDGET  # the smallest cells first: a learner's answers are parsed whatever else the notebook holds
+    for c in sorted((c for c in cells if c.type == "code"), key=lambda c: len(c.source)):
+        if len(c.source) <= min(budget, MAX_PARSED):
+            budget -= len(c.source)
+            c.names = _parsed_names(c.source)
+        else:
+            c.names = frozenset(_defined_by_lines(c.source))
     return cells, metadata, notes
+
+
+def cell_names(cell: Cell) -> set[str]:
+    """The top-level names a code cell defines (see defined_names), as parse worked them out."""
+    return set(cell.names) if cell.names is not None else defined_names(cell.source)
 
 
 def read_learner(path: Path) -> LearnerNotebook:
@@ -151,13 +166,37 @@ def read_learner(path: Path) -> LearnerNotebook:
 
 # --- answers -------------------------------------------------------------------------------------------
 
+MAX_PARSED = MAX_CHARS
+"""Longer cells are not parsed in the grader's own process (a 20 MB cell takes gigabytes and a minute to parse):
+their top-level names are read line by line (_defined_by_lines). No answer that long is graded unread anyway (the
+static review holds it for an instructor)."""
+PARSE_BUDGET = 1_000_000
+"""Characters of code parsed per notebook (about 4 s at worst on a 2-core machine, for code built to be slow to parse);
+the cells past it are read line by line. A course notebook with every answer written holds well under 100,000."""
+_TOP_LEVEL_NAME = re.compile(r"^(?:(?:async[ \t]+)?def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?"
+                             r"(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)", re.MULTILINE)
+
+
 def defined_names(source: str) -> set[str]:
-    """The top-level names a cell defines (def, class, assignment targets, imports); empty when it is not Python."""
+    """The top-level names a cell defines (def, class, assignment targets, imports); empty when it is not Python.
+
+    A learner's cells are worked out once, when the notebook is read (parse, cell_names)."""
+    if len(source) > MAX_PARSED:
+        return _defined_by_lines(source)
+    return set(_parsed_names(source))
+
+
+def _defined_by_lines(source: str) -> set[str]:
+    """defined_names of a cell too long to parse: `def f`, `class C` and `name =` at the start of a line."""
+    return {m.group(1) or m.group(2) for m in _TOP_LEVEL_NAME.finditer(source)}
+
+
+def _parsed_names(source: str) -> frozenset[str]:
     source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
+        return frozenset()
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -165,7 +204,7 @@ def defined_names(source: str) -> set[str]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return names
+    return frozenset(names)
 
 
 def _normal(source: str) -> str:
@@ -199,7 +238,7 @@ def find_answer(cells: list[Cell], exercise_id: str, names: set[str], stub: str,
     stub_n = _normal(stub)
     marked = [c for c in cells if c.type == "code" and is_marked_answer(c)]
     others = [c for c in cells if c.type == "code" and not builder_marked(c) and _normal(c.source) not in given
-              and names & defined_names(c.source)]
+              and names & cell_names(c)]
     candidates = sorted({c.index: c for c in marked + others}.values(), key=lambda c: c.index)
     written = [c for c in candidates if _normal(c.source) != stub_n and c.source.strip()]
     notes: list[str] = []
@@ -207,7 +246,7 @@ def find_answer(cells: list[Cell], exercise_id: str, names: set[str], stub: str,
         if marked:
             return Answer(marked[-1].source, [marked[-1].index + 1], notes, stub=_normal(marked[-1].source) == stub_n)
         return Answer(None, [], notes)
-    full = [c for c in written if names <= defined_names(c.source)]
+    full = [c for c in written if names <= cell_names(c)]
     if full:
         chosen = full[-1]
         if len(full) > 1:
@@ -217,7 +256,7 @@ def find_answer(cells: list[Cell], exercise_id: str, names: set[str], stub: str,
             notes.append(f"graded cell {chosen.index + 1}, which defines {', '.join(sorted(names))}, not the answer "
                          f"cell {exercise_id}-answer (keep your answers in the answer cells)")
         return Answer(chosen.source, [chosen.index + 1], notes)
-    parts = [c for c in written if names & defined_names(c.source)] or written[-1:]
+    parts = [c for c in written if names & cell_names(c)] or written[-1:]
     if len(parts) > 1 or not is_marked_answer(parts[0]):
         notes.append(f"no single cell defines {', '.join(sorted(names))}: graded cells "
                      f"{', '.join(str(c.index + 1) for c in parts)} together, in that order")

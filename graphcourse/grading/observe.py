@@ -173,6 +173,10 @@ class _State(_Guarded):
         self.baseline: dict | None = None
         self.names: tuple = ()
         self.poisoned = False
+        self.given: tuple = ()  # (name, value, kind, state) of the names the checks read but do not bind (_given)
+        self.given_checked = False
+        self.given_flags: tuple = ()
+        self.restored: tuple = ()  # what _begin put back for this check
 
 
 _state = _State()
@@ -321,6 +325,8 @@ def _bindings(space) -> dict:
             out[name] = (_id(value), _tuple((_id(k), _id(v)) for k, v in _list(_dict.items(value))[:10_000]))
         else:
             out[name] = _id(value)
+    for name, _value, _kind, _given_state_ in _state.given:  # the exercise's names and the built-ins: rebinding only
+        out[f"given:{name}"] = _id(_dict.get(space, name, _MISSING))
     return out
 
 
@@ -330,7 +336,7 @@ def _check_bindings(space, before) -> None:
     if before is None:
         return
     after = _bindings(space)
-    changed = [n for n in _state.names if before.get(n) != after.get(n)]
+    changed = [n.removeprefix("given:") for n in _dict.fromkeys([*before, *after]) if before.get(n) != after.get(n)]
     if changed:
         object.__setattr__(_state, "poisoned", True)
         _sys.audit("graphcourse.tamper", "the check's own variables, changed by the answer's code while the check "
@@ -497,9 +503,101 @@ def _restore_process_state() -> None:
             mutated()
 
 
-def _baseline() -> None:
-    """Snapshot the kernel after the given cells, before the learner's answer runs."""
+_BUILTIN_NAMES = frozenset(_vars(_builtins_module))
+_type_setattr, _type_delattr = type.__setattr__, type.__delattr__
+_FunctionType = _type(_plain)
+
+
+def _function_parts(value) -> tuple:
+    """What makes a function behave as it does, beyond its identity: its code and its defaults."""
+    return (_getattr(value, "__code__", None), _getattr(value, "__defaults__", None),
+            _getattr(value, "__kwdefaults__", None))
+
+
+def _set_function_parts(value, parts) -> None:
+    code, defaults, kwdefaults = parts
+    _FunctionType.__code__.__set__(value, code)
+    _FunctionType.__defaults__.__set__(value, defaults)
+    _FunctionType.__kwdefaults__.__set__(value, kwdefaults)
+
+
+def _given_state(value):
+    """What of a given object the answer cell could change in place and restore can put back: a function's code and
+    defaults, a class's attributes (and its methods' code); else its plain data (compared, not restored)."""
+    if _type(value) is _FunctionType:
+        return "function", _function_parts(value)
+    if _type(value) is type:
+        attrs = _dict(_vars(value))
+        return "class", (attrs, {k: _function_parts(v) for k, v in _dict.items(attrs) if _type(v) is _FunctionType})
+    if _type(value) in (_dict, _list, _tuple):
+        return "data", _dumps(plain(value), sort_keys=True, default=_repr)
+    return None, None
+
+
+def _given(space, names: tuple) -> tuple:
+    """(name, value, kind, state) of each name the check cells read but do not bind, as the set-up and context cells
+    left it: a name they bound, or a built-in (value _MISSING: nothing in the notebook's namespace shadows it).
+    `__builtins__` too, where every name the namespace lacks is looked up."""
+    out = []
+    for name in ("__builtins__",) + _tuple(n for n in names if _type(n) is _str and n != "__builtins__"):
+        value = _dict.get(space, name, _MISSING)
+        if value is _MISSING and name not in _BUILTIN_NAMES:
+            continue  # a name the answer defines (the function a check calls)
+        kind, state = _given_state(value) if value is not _MISSING else (None, None)
+        out.append((name, value, kind, state))
+    return _tuple(out)
+
+
+def _restore_given(space) -> tuple[list, list]:
+    """Put back what the answer cell rebound or changed of the names the checks read (see _given): a check must see
+    the exercise's own SharedPool and Python's own len, whatever the answer cell defined at its top level.
+    (restored names, names whose data the answer cell changed in place, which cannot be put back)."""
+    restored, changed = [], []
+    for name, value, kind, state in _state.given:
+        now = _dict.get(space, name, _MISSING)
+        if now is not value:
+            if value is _MISSING:
+                _dict.pop(space, name, None)
+            else:
+                _dict.__setitem__(space, name, value)
+            restored.append(name)
+        if kind == "function" and _function_parts(value) != state:
+            _set_function_parts(value, state)
+            restored.append(name)
+        elif kind == "class":
+            attrs, methods = state
+            now_attrs = _dict(_vars(value))
+            touched = False
+            for k in _list(now_attrs):
+                if k not in attrs:
+                    _type_delattr(value, k)
+                    touched = True
+            for k, v in _dict.items(attrs):
+                if now_attrs.get(k, _MISSING) is not v:
+                    _type_setattr(value, k, v)
+                    touched = True
+            for k, parts in _dict.items(methods):
+                if _function_parts(attrs[k]) != parts:
+                    _set_function_parts(attrs[k], parts)
+                    touched = True
+            if touched:
+                restored.append(name)
+        elif kind == "data" and _dumps(plain(value), sort_keys=True, default=_repr) != state:
+            changed.append(name)
+    return _list(_dict.fromkeys(restored)), changed
+
+
+def _rebound(space) -> list:
+    """The names of _state.given that are bound to something else now (by the answer's code, during a check)."""
+    return [name for name, value, _kind, _state_ in _state.given if _dict.get(space, name, _MISSING) is not value]
+
+
+def _baseline(names: tuple = ()) -> None:
+    """Snapshot the kernel after the given cells, before the learner's answer runs; remember what the names the check
+    cells read but do not bind are bound to (see _given)."""
     _state.baseline = _snapshot()
+    _state.given = _given(_sys._getframe(1).f_globals, _tuple(names))
+    _state.given_checked = False
 
 
 def _begin(check: str, seed: int, names: tuple = ()) -> None:
@@ -507,6 +605,13 @@ def _begin(check: str, seed: int, names: tuple = ()) -> None:
     bind (which the answer's code must leave alone while a check runs)."""
     _state.check = check
     _state.names = _tuple(n for n in names if _type(n) is _str)
+    restored, changed = _restore_given(_sys._getframe(1).f_globals)
+    _state.restored = _tuple(restored)
+    _state.given_flags = ()
+    if changed and not _state.given_checked:  # what the answer cell's top level did; an answer's function may
+        _state.given_flags = (  # sort a list it was given while a check runs (sloppy, not tampering)
+            f"the answer cell changed data the exercise gives and the checks read: {', '.join(changed[:6])}",)
+    _state.given_checked = True
     _state.poisoned = False
     _state.obs = _tripwire.SealedDict() if _tripwire.installed() else {}
     _state.hints = _tripwire.SealedDict() if _tripwire.installed() else {}
@@ -516,7 +621,12 @@ def _begin(check: str, seed: int, names: tuple = ()) -> None:
 def _end(key_hex: str) -> None:
     """Emit this check's observations, signed with key_hex (substituted by the grader into this call only)."""
     flags = _differences(_state.baseline, _snapshot()) if _state.baseline is not None else ["no baseline"]
-    payload = {"check": _state.check, "obs": _state.obs, "hints": _state.hints, "flags": flags}
+    flags += _list(_state.given_flags)
+    rebound = _rebound(_sys._getframe(1).f_globals)
+    if rebound:
+        flags.append("the answer's code rebound names the checks read while the check ran: " + ", ".join(rebound[:6]))
+    payload = {"check": _state.check, "obs": _state.obs, "hints": _state.hints, "flags": flags,
+               "restored": _list(_state.restored)}
     try:
         text = _dumps(payload, sort_keys=False, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -63,6 +63,7 @@ class CheckRun:
     problem: str = ""  # why the observations were refused
     seconds: float = 0.0
     obs_counts: dict = field(default_factory=dict)  # how often each key came through the tripwire's pipe
+    restored: list = field(default_factory=list)  # names the answer cell had rebound, put back for this check
 
 
 @dataclass
@@ -316,7 +317,11 @@ def preamble(modules: list[str], pipe: str) -> str:
     return "\n".join(lines)
 
 
-BASELINE = "import graphcourse.grading.observe as _gc_observe\n_gc_observe._baseline()\ndel _gc_observe"
+def baseline(names: tuple = ()) -> str:
+    """The grader's cell after the given ones: snapshot the kernel, and remember what the names the checks read but do
+    not bind (see read_names) are bound to, so that each check sees them as the exercise gave them."""
+    return (f"import graphcourse.grading.observe as _gc_observe\n_gc_observe._baseline({tuple(names)!r})\n"
+            "del _gc_observe")
 
 
 def answer_cell(answer: str) -> str:
@@ -349,6 +354,29 @@ def bound_names(sources: list[str]) -> tuple:
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
     return tuple(sorted(names))
+
+
+def read_names(sources: list[str]) -> tuple:
+    """Every name the check cells read but never bind: the exercise's given names (SharedPool, PROFILES, dev), the
+    built-ins they call (len, sorted), and the answer's functions. observe._baseline keeps what the first two are
+    bound to after the set-up and context cells, and each check's header puts them back if the answer rebound them."""
+    import symtable
+
+    def read(table) -> set[str]:
+        module = table.get_type() == "module"
+        out = {s.get_name() for s in table.get_symbols()
+               if s.is_referenced() and (module or s.is_global() and not s.is_declared_global())}
+        for child in table.get_children():
+            out |= read(child)
+        return out
+
+    names: set[str] = set()
+    for source in sources:
+        try:
+            names |= read(symtable.symtable(source, "<check>", "exec"))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return tuple(sorted(names - set(bound_names(sources))))
 
 
 def footer(key: str) -> str:
@@ -401,8 +429,9 @@ def _tripped(records: list[dict]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def verify(outputs: list, key: str, check: str) -> tuple[dict | None, dict, list[str], str]:
-    """(observations, hints, flags, problem) from a footer's outputs: only a payload signed with key counts."""
+def verify(outputs: list, key: str, check: str) -> tuple[dict | None, dict, list[str], str, list[str]]:
+    """(observations, hints, flags, problem, restored) from a footer's outputs: only a payload signed with key counts.
+    restored: the names the check's header put back (see observe._restore_given)."""
     valid, extra = None, 0
     for out in outputs:
         data = out.get("data") if isinstance(out, dict) else None
@@ -423,18 +452,19 @@ def verify(outputs: list, key: str, check: str) -> tuple[dict | None, dict, list
             extra += 1
     if valid is None:
         return None, {}, [], ("no signed observations came back from this check (the kernel's grading code did not "
-                              "run as written)" if not extra else "observations came back unsigned or wrongly signed")
+                              "run as written)" if not extra else "observations came back unsigned or wrongly signed"), []
     try:
         payload = json.loads(valid)
     except (ValueError, RecursionError):
-        return None, {}, [], "the observations could not be read"
+        return None, {}, [], "the observations could not be read", []
     if not isinstance(payload, dict) or payload.get("check") != check or not isinstance(payload.get("obs"), dict):
-        return None, {}, [], "the observations belong to another check"
+        return None, {}, [], "the observations belong to another check", []
     flags = [str(f)[:200] for f in payload.get("flags") or [] if isinstance(f, str)]
     if extra:
         flags.append(f"{extra} extra observation output(s) appeared beside the grader's (forged?)")
     hints = payload.get("hints") if isinstance(payload.get("hints"), dict) else {}
-    return payload["obs"], hints, flags, ""
+    restored = [str(n)[:60] for n in payload.get("restored") or [] if isinstance(n, str)][:20]
+    return payload["obs"], hints, flags, "", restored
 
 
 RESET = ("get_ipython().reset(new_session=False)\n"
@@ -498,7 +528,7 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
                 await session.close()
                 return f"the kernel did not start ({type(exc).__name__}: {str(exc)[:200]})"
             steps.append(("preamble", preamble(modules, str(kernel.tripwire_path))))
-        steps += [("set-up", s) for s in ex.setup] + [("context", s) for s in ex.context] + [("baseline", BASELINE)]
+        steps += [("set-up", s) for s in ex.setup] + [("context", s) for s in ex.context] + [("baseline", baseline(given_names))]
         for what, source in steps:
             result = await kernel.run(source, limits.given)
             if result.kind != "ok":
@@ -522,6 +552,7 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
     clean = reused = False
     answer_flags: list[str] = []
     check_names = bound_names([c.source for c in ex.checks])
+    given_names = read_names([c.source for c in ex.checks])
     try:
         why = await fresh(reuse=True)
         if why and reused and why != "budget":
@@ -571,7 +602,8 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
             elif foot.kind != "ok":
                 result.problem = f"the grader's footer cell did not run ({foot.kind} {foot.ename}): the kernel was changed"
             else:
-                result.obs, result.hints, result.flags, result.problem = verify(foot.outputs, key, check.id)
+                result.obs, result.hints, result.flags, result.problem, result.restored = verify(foot.outputs, key,
+                                                                                                 check.id)
                 if result.obs is not None:  # what counts is what left the kernel as the check recorded it
                     sent, sent_hints = _sent_observations(during, check.id)
                     result.obs_counts = _observation_counts(during, check.id)
