@@ -82,3 +82,27 @@ def test_top_level_names_read_line_by_line_match_the_parser_on_plain_code() -> N
     source = ("import os\n\nLIMIT: int = 3\nTOTAL += 1\n\n\ndef serve(pool, batches):\n    inner = 1\n    return inner\n\n"
               "class Pool:\n    size = 2\n\n\nasync def fetch():\n    pass\n\nif LIMIT == 3:\n    pass\n")
     assert _defined_by_lines(source) == set(_parsed_names(source)) == {"LIMIT", "TOTAL", "serve", "Pool", "fetch"}
+
+
+def test_the_graders_output_channel_is_bounded_before_it_connects(tmp_path) -> None:
+    """A kernel that floods its output (32 MB messages in a loop for 3 s) once took the grader from about 100 MB to
+    2.5 GB: its socket queued 1,000 messages. The grader's kernels get a client whose output socket holds at most
+    IOPUB_QUEUE messages of IOPUB_MAX_MESSAGE bytes (the backlog waits in the kernel, whose memory is limited), set
+    before it connects, when zmq applies them. An honest answer printing 50 MB keeps its marks
+    (tests/test_grading_repeat.py)."""
+    import zmq
+
+    from graphcourse.grading import runner
+
+    km = runner._KernelManager(transport="ipc", ip=str(tmp_path / "zmq"))
+    km.write_connection_file()
+    kc = km.client()
+    assert isinstance(kc, runner._KernelClient)
+    sock = kc.connect_iopub()
+    try:
+        assert sock.getsockopt(zmq.RCVHWM) == runner.IOPUB_QUEUE
+        assert sock.getsockopt(zmq.MAXMSGSIZE) == runner.IOPUB_MAX_MESSAGE
+        assert runner.IOPUB_QUEUE * runner.IOPUB_MAX_MESSAGE <= 256 * 1024 * 1024
+    finally:
+        sock.close(linger=0)
+        km.cleanup_connection_file()

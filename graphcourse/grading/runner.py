@@ -25,10 +25,12 @@ from hashlib import sha256
 from pathlib import Path
 
 import nbformat
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from traitlets import DottedObjectName, Type
 
 from .assignment import Check, Exercise
 from .observe import MIME
@@ -93,10 +95,43 @@ class Limits:
         return self.check.get(check, self.floor)
 
 
+IOPUB_MAX_MESSAGE = 64 * 1024 * 1024
+"""The largest output message the grader takes from a kernel (as on its other channels): a larger one is dropped,
+connection and all, before it is read. Smaller would lose an honest answer's later output: each reconnection drops
+what the kernel had queued for the grader, the checks' signed observations included."""
+IOPUB_QUEUE = 4
+"""Output messages the grader's socket holds while it is busy. Past that zmq stops reading from the kernel (nothing is
+dropped): the backlog waits in the kernel's own memory, which its limit bounds, not in the grader's. With
+IOPUB_MAX_MESSAGE, a kernel that floods its output holds at most 256 MB of the grader's memory."""
+
+
+class _KernelClient(AsyncKernelClient):
+    """A kernel client whose output channel is bounded before it connects (zmq applies a socket's size limit and
+    queue length to the connections it makes after they are set): a kernel sending 32 MB messages in a loop once
+    took the grader from 100 MB to 2.7 GB in three seconds, its messages queued in the grader."""
+
+    def connect_iopub(self, identity: bytes | None = None):
+        import zmq
+
+        if getattr(self, "curve_publickey", None) is not None:  # not the grader's kernels: no keys in their files
+            return super().connect_iopub(identity)
+        sock = self.context.socket(zmq.SUB)
+        sock.linger = 1000
+        sock.setsockopt(zmq.MAXMSGSIZE, IOPUB_MAX_MESSAGE)
+        sock.setsockopt(zmq.RCVHWM, IOPUB_QUEUE)
+        if identity:
+            sock.identity = identity
+        sock.connect(self._make_url("iopub"))
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        return sock
+
+
 class _KernelManager(AsyncKernelManager):
-    """Writes the connection file readable by the sandbox's uid (and nobody else)."""
+    """Writes the connection file readable by the sandbox's uid (and nobody else); its clients' output is bounded."""
 
     sandbox_uid: int | None = None
+    client_class = DottedObjectName("graphcourse.grading.runner._KernelClient")
+    client_factory = Type(klass="graphcourse.grading.runner._KernelClient")
 
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
@@ -281,11 +316,12 @@ class Kernel:
 
 
 def _limit_message_size(kc) -> None:
-    """A kernel that sends one enormous message is disconnected instead of filling the grader's memory."""
+    """A kernel that sends one enormous message is disconnected instead of filling the grader's memory (the output
+    channel is bounded tighter, before it connects: _KernelClient)."""
     try:
         import zmq
 
-        for name in ("iopub_channel", "shell_channel", "stdin_channel", "control_channel"):
+        for name in ("shell_channel", "stdin_channel", "control_channel"):
             chan = getattr(kc, name, None)
             sock = getattr(chan, "socket", None)
             if sock is not None:
