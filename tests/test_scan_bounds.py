@@ -106,3 +106,37 @@ def test_the_graders_output_channel_is_bounded_before_it_connects(tmp_path) -> N
     finally:
         sock.close(linger=0)
         km.cleanup_connection_file()
+
+
+def test_a_kernel_keeping_the_tripwire_pipe_full_cannot_hold_the_grader(monkeypatch) -> None:
+    """The grader reads the tripwire's pipe from its event loop. A kernel whose threads keep the pipe full must not
+    keep it there: each turn reads at most TRIPWIRE_READS chunks, keeps at most TRIPWIRE_BUFFER bytes, and a record
+    cut short waits for the rest of its line."""
+    import json
+
+    from graphcourse.grading import runner
+
+    reads = []
+
+    def endless(fd, n):  # a pipe that is never empty
+        reads.append(n)
+        if len(reads) > 10_000:
+            raise AssertionError("the grader kept reading the pipe")
+        return b"x" * (n - 1) + b"\n"
+
+    kernel = runner.Kernel.__new__(runner.Kernel)
+    kernel.tripwire_fd, kernel._pending, kernel._overflow = 99, bytearray(), False
+    monkeypatch.setattr(runner.os, "read", endless)
+    for _ in range(100):
+        reads.clear()
+        kernel._read_tripwire()
+        assert len(reads) == runner.TRIPWIRE_READS
+    assert len(kernel._pending) <= runner.TRIPWIRE_BUFFER and kernel._overflow
+
+    chunks = [b'{"a": 1}\n{"b"', b': 2}\n{"c": ', b""]
+    monkeypatch.setattr(runner.os, "read", lambda fd, n: chunks.pop(0) if chunks else b"")
+    kernel._pending, kernel._overflow = bytearray(), False
+    assert kernel.tripwire() == [{"a": 1}, {"b": 2}] and bytes(kernel._pending) == b'{"c": '
+    chunks[:] = [b"3}\n", b""]
+    assert kernel.tripwire() == [{"c": 3}] and not kernel._pending
+    assert json.dumps(kernel.tripwire()) == "[]"
