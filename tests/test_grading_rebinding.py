@@ -10,8 +10,8 @@ guarded dicts, so an answer cannot rewrite a one-stream capture into a fork/join
 
 Each attack below is a wrong answer from the course's misconceptions plus the trick; it is graded beside the same
 wrong answer without the trick, and must earn no check the plain one fails. An honest learner who binds a built-in's
-name as a scratch variable (``sum = 0``) at the top of a correct answer earns full marks, told that the checks used
-Python's own. Runs the confined grader (root and bubblewrap), like tests/test_grade.py.
+name as a scratch variable (``sum = 0``) at the top of a correct answer, or sorts the exercise's own list to look at
+it, earns full marks, told that the checks used Python's own (the exercise's own). Runs the confined grader (root and bubblewrap), like tests/test_grade.py.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ sys.path.insert(0, str(HERE / "grading_fixtures"))
 import classroom  # noqa: E402
 from make_fixtures import require_confinement  # noqa: E402
 
-EXERCISES = ("ex07_shared_pool", "ex10_baked_values", "ex16_fork_join")
 
 PLAIN = {
     "ex07_shared_pool": '''def serve(pool, batches):
@@ -97,10 +96,11 @@ SharedPool.replay = _copying_replay  # the given class, patched in place
     },
 }
 
-HONEST_SCRATCH = {  # scratch variables named like built-ins the checks call, beside the model answer
-    "ex07_shared_pool": "list = [3, 1, 2]  # the batch sizes I tried\n\n",
+HONEST_SCRATCH = {  # beside the model answer: scratch variables named like built-ins the checks call, or trying
+    "ex07_shared_pool": "list = [3, 1, 2]  # the batch sizes I tried\n\n",  # things out on the exercise's own data
     "ex10_baked_values": "sum = 0\nfor t in (0.5, 1.0, 2.0):\n    sum += t  # temperatures I tried\n\n",
     "ex16_fork_join": "round = 3  # how many times I re-ran the capture\n\n",
+    "ex13_capture_sizes": "candidates.sort(reverse=True)  # the largest first, to look at them\ncandidates.append(512)\n\n",
 }
 
 
@@ -119,15 +119,15 @@ def graded(tmp_path_factory) -> dict:
         "plain": dict(PLAIN),
         "rebinds_given": TRICKS["rebinds_given"],
         "patches_given": TRICKS["patches_given"],
-        "honest_scratch": {ex: HONEST_SCRATCH[ex] + model[ex] for ex in EXERCISES},
-        "model": {ex: model[ex] for ex in EXERCISES},
+        "honest_scratch": {ex: HONEST_SCRATCH[ex] + model[ex] for ex in HONEST_SCRATCH},
+        "model": {ex: model[ex] for ex in HONEST_SCRATCH},
     }
     for name, answers in learners.items():
         for book, nb in _books(answers).items():
             (root / "class" / name).mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, root / "class" / name / book)
     report = root / "grades.json"
-    only = [a for ex in EXERCISES for a in ("--only", ex)]
+    only = [a for ex in HONEST_SCRATCH for a in ("--only", ex)]
     proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--report", str(report),
                            "--quiet", "--jobs", "2", "--allow-reviewed", "patches_given", *only],
                           capture_output=True, text=True, timeout=1200)
@@ -160,7 +160,7 @@ def test_the_tricks_were_noticed(graded):
     assert any("len" in f for f in cleared["ex10_baked_values"]["review"]), cleared["ex10_baked_values"]
 
 
-def test_scratch_names_like_built_ins_beside_a_right_answer_earn_full_marks(graded):
+def test_scratch_names_and_trials_on_the_given_data_beside_a_right_answer_earn_full_marks(graded):
     for name in ("model", "honest_scratch"):
         for ex_id, mark in graded[name]["exercises"].items():
             assert mark["points"] == mark["max"] - mark.get("open", 0) > 0, (name, ex_id, mark)
@@ -168,4 +168,5 @@ def test_scratch_names_like_built_ins_beside_a_right_answer_earn_full_marks(grad
     told = graded["honest_scratch"]["exercises"]
     for ex_id, builtin in (("ex07_shared_pool", "list"), ("ex10_baked_values", "sum"), ("ex16_fork_join", "round")):
         assert f"Python's own {builtin}" in told[ex_id]["message"], told[ex_id]
+    assert "the exercise's own candidates" in told["ex13_capture_sizes"]["message"]  # put back, not held for review
     assert "own" not in graded["model"]["exercises"]["ex07_shared_pool"]["message"]

@@ -33,8 +33,8 @@ from . import tripwire as _tripwire
 
 # Bound once, when the grader's preamble imports this module before any learner code runs.
 _type, _len, _isinstance, _str, _list, _dict, _sorted = type, len, isinstance, str, list, dict, sorted
-_int, _float, _bool, _NoneType, _tuple = int, float, bool, type(None), tuple
-_id, _repr, _getattr, _vars = id, repr, getattr, vars
+_int, _float, _bool, _NoneType, _tuple, _slice = int, float, bool, type(None), tuple, slice
+_id, _repr, _getattr, _vars, _all = id, repr, getattr, vars, all
 _dumps = _json.dumps
 _hmac_new, _sha256 = _hmac.new, _hashlib.sha256
 
@@ -530,8 +530,36 @@ def _given_state(value):
         attrs = _dict(_vars(value))
         return "class", (attrs, {k: _function_parts(v) for k, v in _dict.items(attrs) if _type(v) is _FunctionType})
     if _type(value) in (_dict, _list, _tuple):
-        return "data", _dumps(plain(value), sort_keys=True, default=_repr)
+        text = _dumps(plain(value), sort_keys=True, default=_repr)
+        return "data", (text, _plain_copy(value) if _plain_only(value) else _MISSING)
     return None, None
+
+
+def _plain_copy(value):
+    """A deep copy of data _plain_only accepted, made by this module alone (the copy module's tables are the answer's
+    to change)."""
+    t = _type(value)
+    if t is _list:
+        return [_plain_copy(v) for v in value]
+    if t is _tuple:
+        return _tuple(_plain_copy(v) for v in value)
+    if t is _dict:
+        return {k: _plain_copy(v) for k, v in _dict.items(value)}
+    return value
+
+
+def _plain_only(value, depth=0) -> bool:
+    """Whether value holds exact built-in types only (a deep copy of it runs no code of anyone's)."""
+    t = _type(value)
+    if t in (_bool, _int, _float, _str, _NoneType):
+        return True
+    if depth > MAX_DEPTH:
+        return False
+    if t is _list or t is _tuple:
+        return _all(_plain_only(v, depth + 1) for v in value)
+    if t is _dict:
+        return _all(_type(k) is _str and _plain_only(v, depth + 1) for k, v in _dict.items(value))
+    return False
 
 
 def _given(space, names: tuple) -> tuple:
@@ -582,8 +610,17 @@ def _restore_given(space) -> tuple[list, list]:
                     touched = True
             if touched:
                 restored.append(name)
-        elif kind == "data" and _dumps(plain(value), sort_keys=True, default=_repr) != state:
-            changed.append(name)
+        elif kind == "data" and _dumps(plain(value), sort_keys=True, default=_repr) != state[0]:
+            saved = state[1]
+            if saved is not _MISSING and _type(value) is _list:
+                _list.__setitem__(value, _slice(None), _plain_copy(saved))
+                restored.append(name)
+            elif saved is not _MISSING and _type(value) is _dict:
+                _dict.clear(value)
+                _dict.update(value, _plain_copy(saved))
+                restored.append(name)
+            else:  # a tuple's lists, or data holding objects: cannot be put back in place
+                changed.append(name)
     return _list(_dict.fromkeys(restored)), changed
 
 
@@ -606,10 +643,11 @@ def _begin(check: str, seed: int, names: tuple = ()) -> None:
     _state.check = check
     _state.names = _tuple(n for n in names if _type(n) is _str)
     restored, changed = _restore_given(_sys._getframe(1).f_globals)
-    _state.restored = _tuple(restored)
-    _state.given_flags = ()
-    if changed and not _state.given_checked:  # what the answer cell's top level did; an answer's function may
-        _state.given_flags = (  # sort a list it was given while a check runs (sloppy, not tampering)
+    first = not _state.given_checked  # before the first check: what the answer cell's top level changed
+    _state.restored = _tuple(restored) if first else ()  # later: what a check's own run of the answer changed (an
+    _state.given_flags = ()                               # answer's function that sorts the list it was given), put
+    if changed and first:                                 # back so that every check starts from the given data
+        _state.given_flags = (
             f"the answer cell changed data the exercise gives and the checks read: {', '.join(changed[:6])}",)
     _state.given_checked = True
     _state.poisoned = False
