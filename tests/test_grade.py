@@ -31,6 +31,7 @@ from graphcourse.grading import reports  # noqa: E402
 from graphcourse.grading.notebooks import InvalidNotebook, discover, find_answer, parse  # noqa: E402
 from graphcourse.grading.sandbox import GRADER_UID_BASE  # noqa: E402
 from graphcourse.grading.scan import scan  # noqa: E402
+from graphcourse.grading.scan import toy_private_names as scan_private_names  # noqa: E402
 from graphcourse.grading.verdict import same  # noqa: E402
 
 GRADED_MAX = 4  # ex01: 2 checks graded on a CPU (1 point needs CUDA), ex02: 2
@@ -357,6 +358,23 @@ def test_the_scan_sees_the_ways_around_a_guarded_object():
     assert not scan("def f(xs):\n    ys = list(xs)\n    ys.pop(0)\n    return dict.fromkeys(ys)")
     assert not scan("class Pool:\n    def __init__(self, n):\n        super().__init__()\n        self.rows = [0] * n")
     assert not scan("class A:\n    pass\nclass B(A):\n    def __init__(self):\n        A.__init__(self)")
+
+
+def test_the_scan_sees_a_class_reached_through_type_and_the_toys_private_names():
+    """A second red-team pass: a dict's own update reached as type({}) (or through an alias), and the toy's private
+    "inside a kernel" flag imported by name, rewrote a one-stream DAG (ex16 +3), popped graph pools (ex10 +2) and
+    hid host reads (ex03 +2), unflagged."""
+    assert scan("_table = type({})\ndef f(sg):\n    _table.update(sg.deps, {})")
+    assert scan("def f(sg):\n    type(sg.deps).clear(sg.deps)")
+    assert scan("D = dict\ndef f(sg):\n    D.update(sg.stream_of, {})")
+    assert scan("from toygraph.memory import _IN_KERNEL")
+    assert scan("import toygraph.memory as m\nm._IN_KERNEL.set(True)")
+    assert scan("def f(sg):\n    sg._joined_up_to.clear()")
+    assert "_IN_KERNEL" in scan_private_names() and "_joined_up_to" in scan_private_names()
+    # what honest answers write stays unflagged: their own private attributes, type() to compare or name a class
+    assert not scan("class Runner:\n    def __init__(self):\n        self._cache = {}\n    def run(self, x):\n"
+                    "        self._cache.clear()\n        return type(x).__name__")
+    assert not scan("def f(x):\n    return isinstance(x, type(None)) or type(x) is dict")
 
 
 def test_plain_data_comparison_has_no_loopholes():

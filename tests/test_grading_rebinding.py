@@ -3,7 +3,8 @@
 A check cell reads names it does not bind: the exercise's own (``SharedPool``, from a context cell) and Python's
 built-ins (``len``). An answer cell that rebinds one at its top level, or patches a given class in place, would
 change what every later check computes: a wrong answer could rebind ``SharedPool`` to a class whose replay copies, or
-define ``len`` to count one graph where it captured five, and earn the checks its plain form fails. The grader keeps
+define ``len`` to count one graph where it captured five, or rebind ``ToyGraph``, with which the given SharedPool
+builds its graphs, and earn the checks its plain form fails. The grader keeps
 what those names were bound to after the given cells and puts it back before each check (observe._restore_given);
 rebinding one while a check runs spoils that check's observations. The toy's stream graph keeps its dependencies in
 guarded dicts, so an answer cannot rewrite a one-stream capture into a fork/join one.
@@ -77,6 +78,25 @@ _plain_step = None
     return out
 '''),
     },
+    "rebinds_what_given_code_reads": {
+        "ex07_shared_pool": '''from toygraph import ToyGraph as _GivenGraph
+
+_outputs = {}
+
+
+class ToyGraph(_GivenGraph):  # the given SharedPool builds its graphs with this name: each output read is a copy
+    @property
+    def static_output(self):
+        kept = _outputs.get(id(self))
+        return kept if kept is None else kept.device.tensor(kept.tolist())
+
+    @static_output.setter
+    def static_output(self, value):
+        _outputs[id(self)] = value
+
+
+''' + PLAIN["ex07_shared_pool"],
+    },
     "patches_given": {  # flagged by the static review; graded as if an instructor had cleared it
         "ex07_shared_pool": '''_given_replay = SharedPool.replay
 
@@ -94,6 +114,33 @@ SharedPool.replay = _copying_replay  # the given class, patched in place
             "def make_tempered_step(dev, example):\n    global len  # rebinds the built-in while the check runs\n"
             "    len = lambda obj: 1\n"),
     },
+}
+
+TRICKS["thread_rebinds"] = {  # a thread that rebinds len again and again; graded as if an instructor had cleared it
+    "ex10_baked_values": '''import time
+from logging.handlers import QueueListener
+
+_own_len = len
+
+
+def _few(obj):
+    return 1 if type(obj).__name__ == "Record" else _own_len(obj)
+
+
+len = _own_len
+
+
+class _Ticker:
+    def get(self, block=True):
+        global len
+        while True:
+            len = _few  # put back by each check's header, rebound a moment later
+            time.sleep(0.0005)
+
+
+QueueListener(_Ticker()).start()
+
+''' + PLAIN["ex10_baked_values"],
 }
 
 HONEST_SCRATCH = {  # beside the model answer: scratch variables named like built-ins the checks call, or trying
@@ -118,7 +165,9 @@ def graded(tmp_path_factory) -> dict:
     learners = {
         "plain": dict(PLAIN),
         "rebinds_given": TRICKS["rebinds_given"],
+        "rebinds_what_given_code_reads": TRICKS["rebinds_what_given_code_reads"],
         "patches_given": TRICKS["patches_given"],
+        "thread_rebinds": TRICKS["thread_rebinds"],
         "honest_scratch": {ex: HONEST_SCRATCH[ex] + model[ex] for ex in HONEST_SCRATCH},
         "model": {ex: model[ex] for ex in HONEST_SCRATCH},
     }
@@ -129,7 +178,8 @@ def graded(tmp_path_factory) -> dict:
     report = root / "grades.json"
     only = [a for ex in HONEST_SCRATCH for a in ("--only", ex)]
     proc = subprocess.run([sys.executable, "-m", "graphcourse.grading", str(root / "class"), "--report", str(report),
-                           "--quiet", "--jobs", "2", "--allow-reviewed", "patches_given", *only],
+                           "--quiet", "--jobs", "2", "--allow-reviewed", "patches_given", "--allow-reviewed",
+                           "thread_rebinds", *only],
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(report.read_text())["learners"]
@@ -152,6 +202,8 @@ def test_the_tricks_were_noticed(graded):
     marks = graded["rebinds_given"]["exercises"]
     assert "the exercise's own SharedPool" in marks["ex07_shared_pool"]["message"]
     assert "Python's own len" in marks["ex10_baked_values"]["message"]
+    assert "the exercise's own ToyGraph" in graded["rebinds_what_given_code_reads"]["exercises"]["ex07_shared_pool"][
+        "message"]
     assert marks["ex16_fork_join"]["status"] == "review", marks["ex16_fork_join"]  # refused by the toy at run time
     assert "a dict the toy keeps" in " ".join(marks["ex16_fork_join"]["review"])
     cleared = graded["patches_given"]["exercises"]

@@ -177,6 +177,7 @@ class _State(_Guarded):
         self.given_checked = False
         self.given_flags: tuple = ()
         self.restored: tuple = ()  # what _begin put back for this check
+        self.space: dict | None = None  # the namespace the check cells run in (set by _begin)
 
 
 _state = _State()
@@ -269,6 +270,11 @@ class _Observe(_Guarded):
             _tripwire.refuse("observations recorded by the answer's own code")
         if _state.poisoned:
             record = {"value": {"unplain": "the answer changed the check's own variables while the check ran"}}
+            said = None
+        elif _state.check is not None and _state.space is not None and _rebound(_state.space):
+            # a name the check reads (len, SharedPool) is not what its header put back: something the answer armed (a
+            # thread, a finalizer) rebound it since, and what the check computed with it is not the check's
+            record = {"value": {"unplain": "a name the check reads was rebound while the check ran"}}
             said = None
         if tol is not None:
             record["tol"] = _float(tol)
@@ -642,7 +648,8 @@ def _begin(check: str, seed: int, names: tuple = ()) -> None:
     bind (which the answer's code must leave alone while a check runs)."""
     _state.check = check
     _state.names = _tuple(n for n in names if _type(n) is _str)
-    restored, changed = _restore_given(_sys._getframe(1).f_globals)
+    _state.space = _sys._getframe(1).f_globals  # the notebook's namespace, where the check cells run
+    restored, changed = _restore_given(_state.space)
     first = not _state.given_checked  # before the first check: what the answer cell's top level changed
     _state.restored = _tuple(restored) if first else ()  # later: what a check's own run of the answer changed (an
     _state.given_flags = ()                               # answer's function that sorts the list it was given), put
@@ -672,6 +679,7 @@ def _end(key_hex: str) -> None:
                       sort_keys=True, separators=(",", ":"))
     mac = _hmac_new(bytes.fromhex(key_hex), text.encode(), _sha256).hexdigest()
     if _tripwire.installed():
+        _tripwire.end_flags(_state.check, flags)
         _tripwire.mark(_state.check)
     _state.check, _state.obs, _state.hints = None, {}, {}
     from IPython.display import publish_display_data

@@ -394,27 +394,30 @@ def bound_names(sources: list[str]) -> tuple:
     return tuple(sorted(names))
 
 
-def read_names(sources: list[str]) -> tuple:
-    """Every name the check cells read but never bind: the exercise's given names (SharedPool, PROFILES, dev), the
-    built-ins they call (len, sorted), and the answer's functions. observe._baseline keeps what the first two are
-    bound to after the set-up and context cells, and each check's header puts them back if the answer rebound them."""
+def read_names(checks: list[str], given: list[str] = ()) -> tuple:
+    """The global names a check can meet that the check cells do not bind: those the check cells read, and those the
+    functions of the given cells (the exercise's set-up and context) read when a check calls them. That is the
+    exercise's given names (SharedPool, PROFILES, and ToyGraph, which SharedPool's methods build graphs with), the
+    built-ins (len, sorted), and the answer's functions. observe._baseline keeps what the first two kinds are bound
+    to after the given cells, and each check's header puts them back if the answer rebound them. (What a given cell
+    reads at its top level or in a class body ran before the answer, and never runs again.)"""
     import symtable
 
-    def read(table) -> set[str]:
-        module = table.get_type() == "module"
-        out = {s.get_name() for s in table.get_symbols()
-               if s.is_referenced() and (module or s.is_global() and not s.is_declared_global())}
+    def read(table, everywhere: bool) -> set[str]:
+        here = table.get_type() == "function" or everywhere
+        out = {s.get_name() for s in table.get_symbols() if here and s.is_referenced() and (
+            table.get_type() == "module" or s.is_global() and not s.is_declared_global())}
         for child in table.get_children():
-            out |= read(child)
+            out |= read(child, everywhere)
         return out
 
     names: set[str] = set()
-    for source in sources:
+    for source, everywhere in [(c, True) for c in checks] + [(g, False) for g in given]:
         try:
-            names |= read(symtable.symtable(source, "<check>", "exec"))
+            names |= read(symtable.symtable(source, "<cell>", "exec"), everywhere)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-    return tuple(sorted(names - set(bound_names(sources))))
+    return tuple(sorted(names - set(bound_names(checks))))
 
 
 def footer(key: str) -> str:
@@ -590,7 +593,7 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
     clean = reused = False
     answer_flags: list[str] = []
     check_names = bound_names([c.source for c in ex.checks])
-    given_names = read_names([c.source for c in ex.checks])
+    given_names = read_names([c.source for c in ex.checks], list(ex.setup) + list(ex.context))
     try:
         why = await fresh(reuse=True)
         if why and reused and why != "budget":
@@ -653,6 +656,14 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
                                             "as it ran (changed inside the kernel); the recorded ones count")
                     result.obs, result.hints = sent, sent_hints
                     result.said = _sent_messages(during, check.id)
+                sent_flags = [r["end_flags"] for r in after if r.get("check") == check.id
+                              and isinstance(r.get("end_flags"), list)]
+                if result.obs is not None:  # the footer's flags as the pipe carried them count, whatever the payload says
+                    if not sent_flags:
+                        result.flags.append("the footer's review flags did not come through the tripwire's pipe (the "
+                                            "kernel's grading code was changed or the pipe cut)")
+                    result.flags = list(dict.fromkeys(result.flags + [f for fs in sent_flags for f in fs
+                                                                      if isinstance(f, str)]))
                 marks = [r for r in early + during + after if "mark" in r]
                 if marks != [{"mark": check.id, "n": kernel.marks + 1}]:
                     result.flags.append("the grader's footer did not run as written: its mark did not come through "

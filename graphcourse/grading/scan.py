@@ -8,8 +8,11 @@ A flagged exercise earns nothing until an instructor clears it (``--allow-review
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import re
 import time
+from pathlib import Path
 
 # Modules an answer has no business importing in this course: the interpreter's and IPython's internals, the
 # operating system, processes, files, the network, the grader.
@@ -78,6 +81,35 @@ _BASE_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort"
                   "popitem", "add", "discard", "difference_update", "intersection_update", "symmetric_difference_update",
                   "appendleft", "extendleft", "popleft", "rotate", "move_to_end", "__init__", "__setattr__",
                   "__delattr__", "__setitem__", "__delitem__", "__iadd__", "__imul__", "__ior__", "__iand__"}
+_COURSE_PACKAGES = ("toygraph", "graphcourse")
+
+
+@functools.cache
+def toy_private_names() -> frozenset[str]:
+    """The private names toygraph's own code uses (module names, attributes it sets or reads: `_storage`,
+    `_joined_up_to`, `_IN_KERNEL`): its state, which no answer needs to reach. Read from its source files."""
+    spec = importlib.util.find_spec("toygraph")
+    names: set[str] = set()
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        for path in sorted(Path(folder).glob("*.py")):
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                name = (node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name)
+                        else node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                        else "")
+                if name.startswith("_") and not name.startswith("__") and len(name) > 1:
+                    names.add(name)
+    return frozenset(names)
+
+
+def _type_call(node) -> bool:
+    """type(x): the class of an object, whose base methods skip the object's own (type(sg.deps).update)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1
+
+
 _DUNDER = re.compile(r"__(?!init__|name__|main__|future__|file__|doc__|version__)[A-Za-z_]+__")
 
 MAX_CHARS = 200_000
@@ -109,6 +141,11 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
         return list(dict.fromkeys(flags))  # it will not run either; the verdict says so
     assigned = _local_names(tree)
     top_level = _top_level_names(tree)
+    private = toy_private_names()
+    base_aliases = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)  # D = dict; T = type(sg.deps)
+                    and ((isinstance(node.value, ast.Name) and node.value.id in _BASE_TYPES) or _type_call(node.value))
+                    for t in node.targets if isinstance(t, ast.Name)}
+    foreign = _imported_aliases(tree)  # modules and what they hold, under the answer's own names (_js = json)
 
     def add(node, what):
         flags.append(f"line {getattr(node, 'lineno', '?')}: {what}")
@@ -130,6 +167,8 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
             for a in node.names:
                 if a.name in NAMES or a.name in ATTRS:
                     add(node, f"imports {a.name} ({NAMES.get(a.name, 'grading machinery')})")
+                elif a.name.startswith("_") and mod.split(".")[0] in _COURSE_PACKAGES:
+                    add(node, f"imports {a.name}, a private name of {mod} (the course's own state)")
         elif isinstance(node, ast.Name) and node.id in NAMES and node.id not in assigned:
             add(node, f"uses {node.id} ({NAMES[node.id]})")
         elif isinstance(node, ast.Attribute):
@@ -144,11 +183,17 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
             elif node.attr in _BASE_MUTATORS and isinstance(node.value, ast.Name) and node.value.id in _BASE_TYPES \
                     and node.value.id not in assigned:
                 add(node, f"calls {node.value.id}.{node.attr} on an object, past that object's own methods")
+            elif node.attr in _BASE_MUTATORS and node.attr != "__init__" and (
+                    _type_call(node.value) or isinstance(node.value, ast.Name) and node.value.id in base_aliases):
+                add(node, f"calls {_short(node.value) if not _type_call(node.value) else 'type(...)'}.{node.attr}: "
+                          "a class's own method on an object, past that object's own methods")
+            elif node.attr in private and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                add(node, f"reaches {_short(node)}, a private name the toy keeps (its own state)")
             elif node.attr == "__init__" and isinstance(node.value, (ast.Attribute, ast.Subscript)):
                 add(node, f"runs __init__ again on {_short(node.value)}, an object that exists already")
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 root = _root(node)
-                if root is None or root not in assigned:
+                if root is None or root not in assigned or root in foreign:
                     add(node, f"changes {_short(node)}, which the answer did not create "
                               "(patching the course's code or a module)")
         elif isinstance(node, ast.Global):
@@ -211,6 +256,26 @@ def _root(node):
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _imported_aliases(tree) -> set[str]:
+    """Names bound to what an import brought in (a module, or something a module holds), and the names assigned
+    from those (`_js = json`, `_m = _js`): changing an attribute of one patches code the answer did not write."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    assigns = [(node.value, [t.id for t in node.targets if isinstance(t, ast.Name)]) for node in ast.walk(tree)
+               if isinstance(node, ast.Assign)]
+    for _ in range(8):  # aliases of aliases, a few deep
+        grown = {t for value, targets in assigns if isinstance(value, (ast.Name, ast.Attribute))
+                 and _root(value) in names for t in targets} - names
+        if not grown:
+            break
+        names |= grown
+    return names
 
 
 def _top_level_names(tree) -> set[str]:

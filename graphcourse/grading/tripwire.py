@@ -566,6 +566,13 @@ def install(pipe: str) -> None:
     _send({"installed": True})
 
 
+def end_flags(check: str, flags: list) -> None:
+    """The footer's review flags (what observe's snapshot found changed), also through the pipe: the footer's signed
+    payload leaves the kernel through IPython's messages, which an answer that hooked their packing could rewrite
+    (it can read the footer's key there too); the grader takes the union of the two."""
+    _send_all({"end_flags": [_str(f)[:200] for f in flags[:50]], "check": _str(check)})
+
+
 def mark(check: str) -> None:
     """The footer's mark: this check's observations are being signed by the grader's own code."""
     _channel.marks += 1
