@@ -80,3 +80,18 @@ def test_the_socket_folder_on_the_host_has_a_size(tmp_path: Path) -> None:
         pytest.skip("this machine does not let root mount a tmpfs: the socket folder stays on the disk (docs/grading.md)")
     assert done.stdout.strip() == "FULL", (done.stdout, done.stderr[-1000:])
     assert not (tmp_path / "slot-0").exists(), "unmounted and removed after the kernel"
+
+
+def test_a_module_written_into_the_sandbox_cannot_be_imported_by_name(tmp_path: Path) -> None:
+    """A red-team pass wrote a module into the kernel's working folder (/tmp then) with numpy.savetxt and imported
+    it: code the static review never read. The working folder is now an empty one the kernel cannot write, and
+    neither it nor /tmp is on sys.path."""
+    code = ("import json, os, sys\nout = {'cwd': os.getcwd(), 'path': [p for p in sys.path if p in ('', '.', os.getcwd(), '/tmp')]}\n"
+            "open('/tmp/gc_helper_mod.py', 'w').write('X = 1\\n')\n"
+            "try:\n    import gc_helper_mod\n    out['import'] = 'imported'\nexcept ImportError:\n    out['import'] = 'refused'\n"
+            "try:\n    open('gc_helper_mod2.py', 'w').write('X = 1\\n')\n    out['write'] = 'wrote'\n"
+            "except OSError:\n    out['write'] = 'refused'\nprint(json.dumps(out))\n")
+    done = _run(tmp_path, gpu=False, code=code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"cwd": "/grading", "path": [], "import": "refused", "write": "refused"}, seen

@@ -133,10 +133,20 @@ def test_a_kernel_keeping_the_tripwire_pipe_full_cannot_hold_the_grader(monkeypa
         assert len(reads) == runner.TRIPWIRE_READS
     assert len(kernel._pending) <= runner.TRIPWIRE_BUFFER and kernel._overflow
 
-    chunks = [b'{"a": 1}\n{"b"', b': 2}\n{"c": ', b""]
+    chunks = [b'{"flag": 1}\n{"mark"', b': 2}\n{"obs": ', b""]
     monkeypatch.setattr(runner.os, "read", lambda fd, n: chunks.pop(0) if chunks else b"")
     kernel._pending, kernel._overflow = bytearray(), False
-    assert kernel.tripwire() == [{"a": 1}, {"b": 2}] and bytes(kernel._pending) == b'{"c": '
+    assert kernel.tripwire() == [{"flag": 1}, {"mark": 2}] and bytes(kernel._pending) == b'{"obs": '
     chunks[:] = [b"3}\n", b""]
-    assert kernel.tripwire() == [{"c": 3}] and not kernel._pending
+    assert kernel.tripwire() == [{"obs": 3}] and not kernel._pending
     assert json.dumps(kernel.tripwire()) == "[]"
+
+    # a kernel writing millions of lines the tripwire never writes: counted and flagged, not kept
+    chunks[:] = [b"{}\n" * 300_000, b'{"flag": "x"}\nnot json\n', b""]
+    records = kernel.tripwire()
+    assert len(records) <= 2 and all("flag" in r for r in records), records[:3]
+    assert any("more records" in str(r["flag"]) for r in records)
+    chunks[:] = [b'{}\n[1]\n{"mark": "c", "n": 1}\n', b""]
+    records = kernel.tripwire()
+    assert records == [{"mark": "c", "n": 1}, {"flag": "the tripwire's pipe carried 2 record(s) the tripwire does not "
+                                                        "write"}], records

@@ -11,6 +11,10 @@ write goes ahead; otherwise it is refused. A refusal also raises the audit event
 (:func:`sys.audit`), which a grader's audit hook can record. New attributes a program adds to a toy object (a
 subclass's own fields) are allowed: only what the toy itself keeps is guarded.
 
+The toy's lists are ``Record`` (a list only toygraph changes); its dicts and sets are ``RecordDict`` and
+``RecordSet``, which are not dicts or sets at all, so a dict's own methods (``dict.update(record, ...)``) do not
+apply to them.
+
 A simplification the real thing does not need: CUDA keeps these records on the device and in the driver, out of
 the program's reach; the toy keeps them in Python objects and guards the doors it can see. Code that reaches
 around the doors (``object.__setattr__``, an object's ``__dict__``, ``vars()``) is not stopped here; a grader's
@@ -158,40 +162,122 @@ class Record(list, metaclass=SealedType):
         return (list, (list(self),))
 
 
-def _guarded_methods(base: type, names: tuple[str, ...], what: str) -> dict:
-    """Methods of base that refuse to run unless toygraph's own code calls them (see Record)."""
-    def make(name):
-        method = getattr(base, name)
-
-        def guarded(self, *args, **kwargs):
-            if not _from_toygraph():
-                _refuse(f"a {what} the toy keeps ({name.strip('_')})", "this is the toy's own record (a graph's "
-                        "dependencies and streams, a runner's graphs, a generator's registrations).")
-            return method(self, *args, **kwargs)
-        guarded.__name__ = guarded.__qualname__ = name
-        return guarded
-    return {name: make(name) for name in names}
+def _toy_only(what: str) -> None:
+    if not _from_toygraph(3):
+        _refuse(f"a {what} the toy keeps", "this is the toy's own record (a graph's dependencies and streams, a "
+                "runner's graphs, a generator's registrations).")
 
 
-class RecordDict(dict, metaclass=SealedType):
-    """A dict only toygraph changes (a stream graph's dependencies, a bucketed runner's graphs): reading, iterating
-    and copying work as for a dict; a copy is a plain dict."""
+class RecordDict(metaclass=SealedType):
+    """A mapping only toygraph changes (a stream graph's dependencies, a bucketed runner's graphs): reading,
+    iterating and copying work as for a dict (a copy is a plain dict). It is not a dict: dict's own methods
+    (dict.update(record, ...), reached by any name) do not apply to it, so its entries are out of reach."""
 
-    __slots__ = ()
-    locals().update(_guarded_methods(dict, ("__setitem__", "__delitem__", "clear", "pop", "popitem", "setdefault",
-                                            "update", "__ior__"), "dict"))
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries=()) -> None:
+        object.__setattr__(self, "_entries", dict(entries))
+
+    def __setattr__(self, name, value):
+        _refuse(f"RecordDict.{name}", "this is the toy's own record.")
+
+    def __getitem__(self, key):
+        return self._entries[key]
+
+    def get(self, key, default=None):
+        return self._entries.get(key, default)
+
+    def __contains__(self, key) -> bool:
+        return key in self._entries
+
+    def __iter__(self):
+        return iter(dict(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def keys(self):
+        return dict(self._entries).keys()
+
+    def values(self):
+        return dict(self._entries).values()
+
+    def items(self):
+        return dict(self._entries).items()
+
+    def copy(self) -> dict:
+        return dict(self._entries)
+
+    def __eq__(self, other) -> bool:
+        return self._entries == (other._entries if isinstance(other, RecordDict) else other)
+
+    __hash__ = None
+
+    def __or__(self, other) -> dict:
+        return {**self._entries, **other}
+
+    def __repr__(self) -> str:
+        return repr(self._entries)
+
+    def __reduce_ex__(self, protocol):  # a copy or a pickle is a plain dict: the guard guards the toy's own
+        return (dict, (dict(self._entries),))
+
+    def __setitem__(self, key, value) -> None:
+        _toy_only("dict")
+        self._entries[key] = value
+
+    def __delitem__(self, key) -> None:
+        _toy_only("dict")
+        del self._entries[key]
+
+    def clear(self) -> None:
+        _toy_only("dict")
+        self._entries.clear()
+
+    def pop(self, key, *default):
+        _toy_only("dict")
+        return self._entries.pop(key, *default)
+
+    def setdefault(self, key, default=None):
+        _toy_only("dict")
+        return self._entries.setdefault(key, default)
+
+    def update(self, *args, **kwargs) -> None:
+        _toy_only("dict")
+        self._entries.update(*args, **kwargs)
+
+
+class RecordSet(metaclass=SealedType):
+    """A set only toygraph changes (the graphs a generator is registered with); a copy is a plain set. Not a set:
+    set's own methods do not apply to it."""
+
+    __slots__ = ("_members",)
+
+    def __init__(self, members=()) -> None:
+        object.__setattr__(self, "_members", set(members))
+
+    def __setattr__(self, name, value):
+        _refuse(f"RecordSet.{name}", "this is the toy's own record.")
+
+    def __contains__(self, item) -> bool:
+        return item in self._members
+
+    def __iter__(self):
+        return iter(set(self._members))
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __repr__(self) -> str:
+        return repr(self._members)
 
     def __reduce_ex__(self, protocol):
-        return (dict, (dict(self),))
+        return (set, (set(self._members),))
 
+    def add(self, item) -> None:
+        _toy_only("set")
+        self._members.add(item)
 
-class RecordSet(set, metaclass=SealedType):
-    """A set only toygraph changes (the graphs a generator is registered with); a copy is a plain set."""
-
-    __slots__ = ()
-    locals().update(_guarded_methods(set, ("add", "discard", "remove", "pop", "clear", "update", "difference_update",
-                                           "intersection_update", "symmetric_difference_update", "__ior__", "__iand__",
-                                           "__isub__", "__ixor__"), "set"))
-
-    def __reduce_ex__(self, protocol):
-        return (set, (set(self),))
+    def discard(self, item) -> None:
+        _toy_only("set")
+        self._members.discard(item)

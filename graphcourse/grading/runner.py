@@ -41,6 +41,8 @@ MAX_OUTPUTS = 50
 MAX_PAYLOAD = 2_000_000
 TRIPWIRE_BUFFER = 64 * 1024 * 1024  # what the grader keeps of one kernel's tripwire records between two reads
 TRIPWIRE_READS = 16  # 1 MB reads of the tripwire's pipe per turn of the event loop
+TRIPWIRE_RECORDS = 100_000  # records read from the pipe per call of Kernel.tripwire (a check sends far fewer)
+TRIPWIRE_KEYS = frozenset({"obs", "flag", "mark", "installed", "end_flags"})  # what the tripwire's records hold
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -210,22 +212,35 @@ class Kernel:
             self._pending += chunk
 
     def tripwire(self) -> list[dict]:
-        """Every record the kernel's tripwire wrote since the last call (never blocks)."""
+        """Every record the kernel's tripwire wrote since the last call (never blocks). At most TRIPWIRE_RECORDS
+        lines are read per call; lines the tripwire does not write are counted, not kept (a kernel writing millions
+        of `{}` lines into the pipe once took the grader to 2.7 GB)."""
         self._read_tripwire()
         end = self._pending.rfind(b"\n") + 1  # whole lines only; a record cut short waits for its end
-        lines = bytes(self._pending[:end]).split(b"\n")[:-1] if end else []
+        chunk = bytes(self._pending[:end])
         del self._pending[:end]
-        out = []
+        out: list[dict] = []
         if self._overflow:
             self._overflow = False
             out.append({"flag": "the kernel wrote more into the tripwire's pipe than the grader keeps"})
-        for line in lines:
+        start, lines, strange = 0, 0, 0
+        while start < len(chunk):
+            stop = chunk.find(b"\n", start)
+            line, start = chunk[start:stop], stop + 1
+            lines += 1
+            if lines > TRIPWIRE_RECORDS:
+                out.append({"flag": "the kernel wrote more records into the tripwire's pipe than the tripwire writes"})
+                break
             try:
                 rec = json.loads(line.decode("utf-8", "replace"))
             except (ValueError, RecursionError):
-                rec = {"flag": "the tripwire's pipe carried something the tripwire does not write"}
-            if isinstance(rec, dict):
+                rec = None
+            if isinstance(rec, dict) and TRIPWIRE_KEYS & rec.keys():
                 out.append(rec)
+            else:
+                strange += 1
+        if strange:
+            out.append({"flag": f"the tripwire's pipe carried {strange} record(s) the tripwire does not write"})
         return out
 
     async def start(self) -> None:

@@ -7,8 +7,9 @@ How a kernel is started (``Sandbox.kernel_argv``), when bubblewrap (``bwrap``) i
             --clearenv --ro-bind /usr /usr ... (system libraries, the Python, the venv, the course's packages and data/,
             read-only) --perms 1777 --tmpfs /tmp (its only writable place besides its socket folder) --proc /proc --dev /dev
             --bind SOCKETS SOCKETS (the ZMQ sockets the grader talks to it through)
+            --perms 0555 --dir /grading --chdir /grading (an empty working folder it cannot write)
         setpriv --reuid U --regid U --clear-groups --no-new-privs --bounding-set=-all --inh-caps=-all --
-          python -m ipykernel_launcher -f SOCKETS/kernel.json
+          python -P -m ipykernel_launcher -f SOCKETS/kernel.json (-P: no working folder on sys.path)
 
 * the kernel runs as uid U (``GRADER_UID_BASE`` + the grading slot, one uid per concurrent learner, never root), so the
   process limit (RLIMIT_NPROC counts per uid) of one learner never starves another's;
@@ -201,6 +202,7 @@ class Sandbox:
         kernel = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         if not self.confinement.confined:
             return kernel
+        kernel.insert(1, "-P")  # no working folder on sys.path (Python 3.11+)
         if not GRADER_UID_BASE < self.uid < GRADER_UID_BASE + 1000:
             raise ValueError(f"a confined kernel needs a grading uid from UidPool, not {self.uid}")
         lim = self.limits
@@ -236,7 +238,10 @@ class Sandbox:
         argv += ["--clearenv"]
         for k, v in env.items():
             argv += ["--setenv", k, v]
-        argv += ["--chdir", "/tmp", "--",
+        # its working folder is an empty one it cannot write: a module an answer writes into /tmp (numpy.savetxt
+        # of code, say) is not importable by name, which would run code the static review never read; -P keeps the
+        # folder off sys.path too
+        argv += ["--perms", "0555", "--dir", WORK_DIR, "--chdir", WORK_DIR, "--",
                  self.confinement.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
                  "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--"]
         return argv + kernel
@@ -282,6 +287,8 @@ def unmount_under(folder: Path) -> None:
                 subprocess.run(["umount", "-l", where], capture_output=True, timeout=30)
 
 
+WORK_DIR = "/grading"
+"""A confined kernel's working folder: empty, and not writable by it."""
 MACHINE_LOCKS = Path("/run/graphcourse-grade") if Path("/run").is_dir() else Path("/tmp/graphcourse-grade-uids")
 """Where every grader on this machine takes its uids' locks."""
 

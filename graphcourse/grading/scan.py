@@ -105,9 +105,11 @@ def toy_private_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def _type_call(node) -> bool:
-    """type(x): the class of an object, whose base methods skip the object's own (type(sg.deps).update)."""
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1
+def _type_call(node, type_names=frozenset({"type"})) -> bool:
+    """type(x), or T(x) after T = type: the class of an object, whose base methods skip the object's own
+    (type(sg.deps).update)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in type_names \
+        and len(node.args) == 1
 
 
 _DUNDER = re.compile(r"__(?!init__|name__|main__|future__|file__|doc__|version__)[A-Za-z_]+__")
@@ -142,9 +144,25 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
     assigned = _local_names(tree)
     top_level = _top_level_names(tree)
     private = toy_private_names()
-    base_aliases = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)  # D = dict; T = type(sg.deps)
-                    and ((isinstance(node.value, ast.Name) and node.value.id in _BASE_TYPES) or _type_call(node.value))
-                    for t in node.targets if isinstance(t, ast.Name)}
+    assigns = [(node.value, [t.id for t in node.targets if isinstance(t, ast.Name)]) for node in ast.walk(tree)
+               if isinstance(node, ast.Assign)]
+    type_names = {"type"}  # _kind = type; _kind({})
+    base_aliases: set[str] = set()  # D = dict; T = type(sg.deps); E = D
+    for _ in range(8):
+        grown = False
+        for value, targets in assigns:
+            if isinstance(value, ast.Name) and value.id in type_names:
+                new_names, into = set(targets) - type_names, type_names
+            elif (isinstance(value, ast.Name) and (value.id in _BASE_TYPES or value.id in base_aliases)) \
+                    or _type_call(value, type_names):
+                new_names, into = set(targets) - base_aliases, base_aliases
+            else:
+                continue
+            if new_names:
+                into |= new_names
+                grown = True
+        if not grown:
+            break
     foreign = _imported_aliases(tree)  # modules and what they hold, under the answer's own names (_js = json)
 
     def add(node, what):
@@ -184,8 +202,9 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
                     and node.value.id not in assigned:
                 add(node, f"calls {node.value.id}.{node.attr} on an object, past that object's own methods")
             elif node.attr in _BASE_MUTATORS and node.attr != "__init__" and (
-                    _type_call(node.value) or isinstance(node.value, ast.Name) and node.value.id in base_aliases):
-                add(node, f"calls {_short(node.value) if not _type_call(node.value) else 'type(...)'}.{node.attr}: "
+                    _type_call(node.value, type_names) or isinstance(node.value, ast.Name)
+                    and node.value.id in base_aliases):
+                add(node, f"calls {'type(...)' if isinstance(node.value, ast.Call) else _short(node.value)}.{node.attr}: "
                           "a class's own method on an object, past that object's own methods")
             elif node.attr in private and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                 add(node, f"reaches {_short(node)}, a private name the toy keeps (its own state)")
