@@ -371,6 +371,10 @@ def test_the_scan_sees_a_class_reached_through_type_and_the_toys_private_names()
     assert scan("import toygraph.memory as m\nm._IN_KERNEL.set(True)")
     assert scan("def f(sg):\n    sg._joined_up_to.clear()")
     assert "_IN_KERNEL" in scan_private_names() and "_joined_up_to" in scan_private_names()
+    # a third pass: __eq__ bound in a class body (to catch what a comparison hands over), and super() on the toy's list
+    assert scan("def _grab(a, b):\n    return True\nclass Catch:\n    __eq__ = _grab")
+    assert scan("def f(dev):\n    super(type(dev.graph_pools), dev.graph_pools).pop(0)")
+    assert not scan("class A(Base):\n    def __init__(self):\n        super(A, self).__init__()")
     # what honest answers write stays unflagged: their own private attributes, type() to compare or name a class
     assert not scan("class Runner:\n    def __init__(self):\n        self._cache = {}\n    def run(self, x):\n"
                     "        self._cache.clear()\n        return type(x).__name__")
@@ -672,3 +676,26 @@ def test_one_learners_notebooks_named_one_by_one_are_one_learner(tmp_path):
     _write(tmp_path / "me" / NAME2, second_copy())
     learners, _ = discover([tmp_path / "me" / NAME, tmp_path / "me" / NAME2], {NAME, NAME2}, lambda p: None)
     assert [(l.name, sorted(f.name for f in l.files)) for l in learners] == [("me", [NAME, NAME2])]
+
+
+def test_an_answer_held_for_review_shows_the_learner_nothing_its_code_returned():
+    """A third red-team pass: an answer that hooked the kernel's messages read a hidden check's source and returned
+    it, and the visible check's message ("your code gave 'LEAK ...'") showed it on Gradescope at once, though the
+    exercise was held for review. Held, a check's message says so instead; the instructor's report keeps all."""
+    import json as _json
+
+    from graphcourse.grading.reports import feedback_html, gradescope
+
+    leak = "LEAK _batches = [list(range(inputs.randint(1, 8)))"
+    rec = {"total": 0, "max": 5, "notes": [], "notebooks": {}, "exercises": {"ex07_shared_pool": {
+        "points": 0, "max": 5, "open": 0, "status": "review", "message": "needs review by an instructor: line 3: ...",
+        "checks": {"ex07_shared_pool/values": {"points": 0, "max": 2, "status": "failed", "hidden": False,
+                                               "message": f"values: your code gave {leak!r}"},
+                   "ex07_shared_pool/arrival_order": {"points": 0, "max": 3, "status": "passed", "hidden": False,
+                                                      "message": "passed"}}}}}
+    out = gradescope(rec)
+    assert "LEAK" not in out and "held for review" in _json.loads(out)["tests"][0]["output"]
+    page = feedback_html("mallory", rec, {})
+    assert "LEAK" not in page and "held for review" in page
+    rec["exercises"]["ex07_shared_pool"]["status"] = "failed"  # not held: the learner reads what the code gave
+    assert "LEAK" in gradescope(rec) and "LEAK" in feedback_html("mallory", rec, {})

@@ -125,6 +125,15 @@ def test_the_captured_dag_is_the_toys_own_record():
         # own methods miss (object.__setattr__ over its entries is the static review's to flag)
         with pytest.raises((TypeError, AttributeError)):
             around()
+    seen = []
+
+    class Catch:  # a comparison hands the other side what it compares with: never the toy's own entries
+        def __eq__(self, other):
+            seen.append(other)
+            return True
+
+    assert (sg.deps == Catch()) is True and seen and all(o is sg.deps or type(o) is not dict for o in seen)
+    assert sg.deps == dict(sg.deps) and sg.deps != {}
     assert sg.deps[ids["join"]] == {ids["left0"], ids["right0"]} and sg.stream_of[ids["right0"]] == "side"
     plain = copy.deepcopy(sg.deps)
     plain.clear()  # a copy is the reader's own, plain dict

@@ -208,8 +208,10 @@ class RecordDict(metaclass=SealedType):
     def copy(self) -> dict:
         return dict(self._entries)
 
-    def __eq__(self, other) -> bool:
-        return self._entries == (other._entries if isinstance(other, RecordDict) else other)
+    def __eq__(self, other) -> bool:  # with copies only: other's __eq__ never sees the entries themselves
+        if isinstance(other, RecordDict):
+            return dict(self._entries) == dict(other._entries)
+        return dict(self._entries) == other if isinstance(other, dict) else NotImplemented
 
     __hash__ = None
 

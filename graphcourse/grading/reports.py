@@ -340,6 +340,16 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+HELD = "held for review by an instructor: what your code gave is shown once it is cleared"
+
+
+def shown_message(mark: dict, check: dict) -> str:
+    """A check's message as the learner sees it. While its exercise is held for review, not what the code gave: an
+    answer that touches the grading machinery could return what it read there (a hidden check's source), and the
+    learner would read it on the spot (Gradescope shows visible tests at once). The instructor's report keeps all."""
+    return HELD if mark.get("status") == "review" and check.get("status") != "passed" else check["message"]
+
+
 def gradescope(rec: dict) -> str:
     """Gradescope's results.json for one learner: one test per check."""
     tests = []
@@ -348,7 +358,7 @@ def gradescope(rec: dict) -> str:
         for cid, c in m.get("checks", {}).items():
             test = {"name": cid, "score": c["points"], "max_score": c["max"],
                     "status": "passed" if c["status"] == "passed" else "failed",
-                    "output": f"{c['status']}: {c['message']}" + (f" (exercise: {m['message']})" if m["status"] == "review" else ""),
+                    "output": f"{c['status']}: {shown_message(m, c)}" + (f" (exercise: {m['message']})" if m["status"] == "review" else ""),
                     "visibility": "after_published" if c.get("hidden") else "visible"}
             if ex in where:
                 test["tags"] = [where[ex]]
@@ -421,7 +431,7 @@ def feedback_html(name: str, rec: dict, hints: dict[str, str]) -> str:
         checks = "".join(
             f"<li><code>{e(cid.split('/', 1)[-1])}</code>{' (hidden)' if c.get('hidden') else ''}: "
             f"<b>{c['points']}/{c['max']}</b> {e(status_words(c['status']))}"
-            f"{'' if c['status'] == 'passed' else ' — ' + e(terminal(c['message']))}</li>"
+            f"{'' if c['status'] == 'passed' else ' — ' + e(terminal(shown_message(m, c)))}</li>"
             for cid, c in m.get("checks", {}).items())
         hint = hints.get(ex, "")
         rows.append(

@@ -112,6 +112,9 @@ def _type_call(node, type_names=frozenset({"type"})) -> bool:
         and len(node.args) == 1
 
 
+_ODD_METHODS = {"__eq__", "__ne__", "__hash__", "__bool__", "__instancecheck__", "__subclasscheck__", "__getattr__",
+                "__getattribute__", "__del__", "__init_subclass__", "__class_getitem__", "__set_name__", "__lt__",
+                "__le__", "__gt__", "__ge__", "__contains__", "__index__"}
 _DUNDER = re.compile(r"__(?!init__|name__|main__|future__|file__|doc__|version__)[A-Za-z_]+__")
 
 MAX_CHARS = 200_000
@@ -229,11 +232,17 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
                 if p in text and _pathish(text):
                     add(node, f"names a path ({text[:40]!r})")
                     break
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
-                "__eq__", "__ne__", "__hash__", "__bool__", "__instancecheck__", "__subclasscheck__", "__getattr__",
-                "__getattribute__", "__del__", "__init_subclass__", "__class_getitem__", "__set_name__"):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _ODD_METHODS:
             add(node, f"defines {node.name} (an object that compares or behaves unlike plain data)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" \
+                and len(node.args) == 2 and not (isinstance(node.args[1], ast.Name) and node.args[1].id in ("self", "cls")):
+            add(node, "calls super(...) on an object that is not self: its base class's methods, past its own")
         elif isinstance(node, ast.ClassDef):
+            for item in node.body:  # __eq__ = some_function: the same as defining it
+                if isinstance(item, (ast.Assign, ast.AnnAssign)):
+                    for t in item.targets if isinstance(item, ast.Assign) else [item.target]:
+                        if isinstance(t, ast.Name) and t.id in _ODD_METHODS:
+                            add(item, f"defines {t.id} (an object that compares or behaves unlike plain data)")
             for base in node.bases:
                 if isinstance(base, ast.Name) and base.id in ("int", "float", "str", "list", "dict", "tuple", "bool",
                                                               "type", "BaseException", "Exception", "SystemExit",
