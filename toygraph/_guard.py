@@ -168,118 +168,107 @@ def _toy_only(what: str) -> None:
                 "runner's graphs, a generator's registrations).")
 
 
-class RecordDict(metaclass=SealedType):
-    """A mapping only toygraph changes (a stream graph's dependencies, a bucketed runner's graphs): reading,
-    iterating and copying work as for a dict (a copy is a plain dict). It is not a dict: dict's own methods
-    (dict.update(record, ...), reached by any name) do not apply to it, so its entries are out of reach."""
+class _Held(metaclass=SealedType):
+    """What RecordDict and RecordSet share: a plain dict or set (_kind) held inside, that only toygraph changes;
+    reading, iterating and copying work as for the plain one, and a copy or a pickle is a plain one."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_held",)
+    _kind: type = dict
 
-    def __init__(self, entries=()) -> None:
-        object.__setattr__(self, "_entries", dict(entries))
+    def __init__(self, items=()) -> None:
+        object.__setattr__(self, "_held", self._kind(items))
 
     def __setattr__(self, name, value):
-        _refuse(f"RecordDict.{name}", "this is the toy's own record.")
+        _refuse(f"{type(self).__name__}.{name}", "this is the toy's own record.")
 
-    def __getitem__(self, key):
-        return self._entries[key]
-
-    def get(self, key, default=None):
-        return self._entries.get(key, default)
-
-    def __contains__(self, key) -> bool:
-        return key in self._entries
+    def __contains__(self, item) -> bool:
+        return item in self._held
 
     def __iter__(self):
-        return iter(dict(self._entries))
+        return iter(self._held.copy())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._held)
+
+    def __repr__(self) -> str:
+        return repr(self._held)
+
+    def __reduce_ex__(self, protocol):  # a copy or a pickle is a plain one: the guard guards the toy's own
+        return (self._kind, (self._held.copy(),))
+
+    def clear(self) -> None:
+        _toy_only(self._kind.__name__)
+        self._held.clear()
+
+
+class RecordDict(_Held):
+    """A mapping only toygraph changes (a stream graph's dependencies, a bucketed runner's graphs). It is not a
+    dict: dict's own methods (dict.update(record, ...), reached by any name) do not apply to it, so its entries
+    are out of reach."""
+
+    __slots__ = ()
+    _kind = dict
+
+    def __getitem__(self, key):
+        return self._held[key]
+
+    def get(self, key, default=None):
+        return self._held.get(key, default)
 
     def keys(self):
-        return dict(self._entries).keys()
+        return self._held.copy().keys()
 
     def values(self):
-        return dict(self._entries).values()
+        return self._held.copy().values()
 
     def items(self):
-        return dict(self._entries).items()
+        return self._held.copy().items()
 
     def copy(self) -> dict:
-        return dict(self._entries)
+        return self._held.copy()
 
     def __eq__(self, other) -> bool:  # with copies only: other's __eq__ never sees the entries themselves
         if isinstance(other, RecordDict):
-            return dict(self._entries) == dict(other._entries)
-        return dict(self._entries) == other if isinstance(other, dict) else NotImplemented
+            return self._held.copy() == other._held.copy()
+        return self._held.copy() == other if isinstance(other, dict) else NotImplemented
 
     __hash__ = None
 
     def __or__(self, other) -> dict:
-        return {**self._entries, **other}
-
-    def __repr__(self) -> str:
-        return repr(self._entries)
-
-    def __reduce_ex__(self, protocol):  # a copy or a pickle is a plain dict: the guard guards the toy's own
-        return (dict, (dict(self._entries),))
+        return {**self._held, **other}
 
     def __setitem__(self, key, value) -> None:
         _toy_only("dict")
-        self._entries[key] = value
+        self._held[key] = value
 
     def __delitem__(self, key) -> None:
         _toy_only("dict")
-        del self._entries[key]
-
-    def clear(self) -> None:
-        _toy_only("dict")
-        self._entries.clear()
+        del self._held[key]
 
     def pop(self, key, *default):
         _toy_only("dict")
-        return self._entries.pop(key, *default)
+        return self._held.pop(key, *default)
 
     def setdefault(self, key, default=None):
         _toy_only("dict")
-        return self._entries.setdefault(key, default)
+        return self._held.setdefault(key, default)
 
     def update(self, *args, **kwargs) -> None:
         _toy_only("dict")
-        self._entries.update(*args, **kwargs)
+        self._held.update(*args, **kwargs)
 
 
-class RecordSet(metaclass=SealedType):
-    """A set only toygraph changes (the graphs a generator is registered with); a copy is a plain set. Not a set:
-    set's own methods do not apply to it."""
+class RecordSet(_Held):
+    """A set only toygraph changes (the graphs a generator is registered with). Not a set: set's own methods do not
+    apply to it."""
 
-    __slots__ = ("_members",)
-
-    def __init__(self, members=()) -> None:
-        object.__setattr__(self, "_members", set(members))
-
-    def __setattr__(self, name, value):
-        _refuse(f"RecordSet.{name}", "this is the toy's own record.")
-
-    def __contains__(self, item) -> bool:
-        return item in self._members
-
-    def __iter__(self):
-        return iter(set(self._members))
-
-    def __len__(self) -> int:
-        return len(self._members)
-
-    def __repr__(self) -> str:
-        return repr(self._members)
-
-    def __reduce_ex__(self, protocol):
-        return (set, (set(self._members),))
+    __slots__ = ()
+    _kind = set
 
     def add(self, item) -> None:
         _toy_only("set")
-        self._members.add(item)
+        self._held.add(item)
 
     def discard(self, item) -> None:
         _toy_only("set")
-        self._members.discard(item)
+        self._held.discard(item)

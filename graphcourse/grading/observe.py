@@ -509,7 +509,7 @@ def _restore_process_state() -> None:
             mutated()
 
 
-_BUILTIN_NAMES = frozenset(_vars(_builtins_module))
+BUILTIN_NAMES = frozenset(_vars(_builtins_module))  # Python's built-in names (verdict names them in feedback)
 _type_setattr, _type_delattr = type.__setattr__, type.__delattr__
 _FunctionType = _type(_plain)
 
@@ -528,8 +528,9 @@ def _set_function_parts(value, parts) -> None:
 
 
 def _given_state(value):
-    """What of a given object the answer cell could change in place and restore can put back: a function's code and
-    defaults, a class's attributes (and its methods' code); else its plain data (compared, not restored)."""
+    """What of a given object the answer cell could change in place, for _restore_given: a function's code and
+    defaults, a class's attributes (and its methods' code), or a list's, dict's or tuple's data (as JSON text, to
+    compare, and a copy to put back when it is plain data)."""
     if _type(value) is _FunctionType:
         return "function", _function_parts(value)
     if _type(value) is type:
@@ -575,7 +576,7 @@ def _given(space, names: tuple) -> tuple:
     out = []
     for name in ("__builtins__",) + _tuple(n for n in names if _type(n) is _str and n != "__builtins__"):
         value = _dict.get(space, name, _MISSING)
-        if value is _MISSING and name not in _BUILTIN_NAMES:
+        if value is _MISSING and name not in BUILTIN_NAMES:
             continue  # a name the answer defines (the function a check calls)
         kind, state = _given_state(value) if value is not _MISSING else (None, None)
         out.append((name, value, kind, state))
@@ -667,7 +668,7 @@ def _end(key_hex: str) -> None:
     """Emit this check's observations, signed with key_hex (substituted by the grader into this call only)."""
     flags = _differences(_state.baseline, _snapshot()) if _state.baseline is not None else ["no baseline"]
     flags += _list(_state.given_flags)
-    rebound = _rebound(_sys._getframe(1).f_globals)
+    rebound = _rebound(_state.space) if _state.space is not None else []
     if rebound:
         flags.append("the answer's code rebound names the checks read while the check ran: " + ", ".join(rebound[:6]))
     payload = {"check": _state.check, "obs": _state.obs, "hints": _state.hints, "flags": flags,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import json
 import os
@@ -409,13 +410,14 @@ def bound_names(sources: list[str]) -> tuple:
     return tuple(sorted(names))
 
 
-def read_names(checks: list[str], given: list[str] = ()) -> tuple:
+def read_names(checks: list[str], given: list[str] = (), bound: tuple | None = None) -> tuple:
     """The global names a check can meet that the check cells do not bind: those the check cells read, and those the
     functions of the given cells (the exercise's set-up and context) read when a check calls them. That is the
     exercise's given names (SharedPool, PROFILES, and ToyGraph, which SharedPool's methods build graphs with), the
     built-ins (len, sorted), and the answer's functions. observe._baseline keeps what the first two kinds are bound
     to after the given cells, and each check's header puts them back if the answer rebound them. (What a given cell
-    reads at its top level or in a class body ran before the answer, and never runs again.)"""
+    reads at its top level or in a class body ran before the answer, and never runs again.) bound: the check cells'
+    bound_names, where the caller has them."""
     import symtable
 
     def read(table, everywhere: bool) -> set[str]:
@@ -432,7 +434,15 @@ def read_names(checks: list[str], given: list[str] = ()) -> tuple:
             names |= read(symtable.symtable(source, "<cell>", "exec"), everywhere)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-    return tuple(sorted(names - set(bound_names(checks))))
+    return tuple(sorted(names - set(bound_names(checks) if bound is None else bound)))
+
+
+@functools.lru_cache(maxsize=256)
+def exercise_names(checks: tuple[str, ...], given: tuple[str, ...]) -> tuple[tuple, tuple]:
+    """(bound_names, read_names) of an exercise's check cells and given cells: worked out once per grader run, not
+    again for every learner's run of the exercise."""
+    bound = bound_names(list(checks))
+    return bound, read_names(list(checks), list(given), bound)
 
 
 def footer(key: str) -> str:
@@ -607,8 +617,7 @@ async def run_exercise(ex: Exercise, answer: str, sandbox: Sandbox, limits: Limi
 
     clean = reused = False
     answer_flags: list[str] = []
-    check_names = bound_names([c.source for c in ex.checks])
-    given_names = read_names([c.source for c in ex.checks], list(ex.setup) + list(ex.context))
+    check_names, given_names = exercise_names(tuple(c.source for c in ex.checks), tuple(ex.setup) + tuple(ex.context))
     try:
         why = await fresh(reuse=True)
         if why and reused and why != "budget":

@@ -149,24 +149,12 @@ def scan(source: str, time_s: float = TIME_S) -> list[str]:
     private = toy_private_names()
     assigns = [(node.value, [t.id for t in node.targets if isinstance(t, ast.Name)]) for node in ast.walk(tree)
                if isinstance(node, ast.Assign)]
-    type_names = {"type"}  # _kind = type; _kind({})
-    base_aliases: set[str] = set()  # D = dict; T = type(sg.deps); E = D
-    for _ in range(8):
-        grown = False
-        for value, targets in assigns:
-            if isinstance(value, ast.Name) and value.id in type_names:
-                new_names, into = set(targets) - type_names, type_names
-            elif (isinstance(value, ast.Name) and (value.id in _BASE_TYPES or value.id in base_aliases)) \
-                    or _type_call(value, type_names):
-                new_names, into = set(targets) - base_aliases, base_aliases
-            else:
-                continue
-            if new_names:
-                into |= new_names
-                grown = True
-        if not grown:
-            break
-    foreign = _imported_aliases(tree)  # modules and what they hold, under the answer's own names (_js = json)
+    type_names = _aliases(assigns, {"type"},  # _kind = type; _kind({})
+                          lambda value, names: isinstance(value, ast.Name) and value.id in names)
+    base_aliases = _aliases(assigns, set(), lambda value, names: _type_call(value, type_names) or (  # T = type(sg.deps)
+        isinstance(value, ast.Name) and (value.id in _BASE_TYPES or value.id in names)))  # D = dict; E = D
+    foreign = _aliases(assigns, _imported_names(tree),  # modules and what they hold, under the answer's own names
+                       lambda value, names: isinstance(value, (ast.Name, ast.Attribute)) and _root(value) in names)
 
     def add(node, what):
         flags.append(f"line {getattr(node, 'lineno', '?')}: {what}")
@@ -286,20 +274,23 @@ def _root(node):
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _imported_aliases(tree) -> set[str]:
-    """Names bound to what an import brought in (a module, or something a module holds), and the names assigned
-    from those (`_js = json`, `_m = _js`): changing an attribute of one patches code the answer did not write."""
+def _imported_names(tree) -> set[str]:
+    """Names an import binds: a module, or something a module holds."""
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             names.update(a.asname or a.name for a in node.names)
-    assigns = [(node.value, [t.id for t in node.targets if isinstance(t, ast.Name)]) for node in ast.walk(tree)
-               if isinstance(node, ast.Assign)]
-    for _ in range(8):  # aliases of aliases, a few deep
-        grown = {t for value, targets in assigns if isinstance(value, (ast.Name, ast.Attribute))
-                 and _root(value) in names for t in targets} - names
+    return names
+
+
+def _aliases(assigns: list, seed: set[str], follows) -> set[str]:
+    """seed, and the names assigned (`target = value`) from a value that follows(value, names so far) accepts, and
+    from those in turn (aliases of aliases, a few deep): `_js = json; _m = _js` from the imported names, say."""
+    names = set(seed)
+    for _ in range(8):
+        grown = {t for value, targets in assigns if follows(value, names) for t in targets} - names
         if not grown:
             break
         names |= grown

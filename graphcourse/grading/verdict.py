@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import builtins
 import math
 import re
 
 from ..core.exercise_format import NEEDS
 from .assignment import Check, Exercise
+from .observe import BUILTIN_NAMES
 from .runner import ExerciseRun
-
-_BUILTIN_NAMES = frozenset(dir(builtins))
 
 STATUSES = ("passed", "partial", "failed", "error", "timeout", "missing", "review", "not-graded", "not-handed-in",
             "not-answered")
@@ -177,7 +175,7 @@ def exercise_mark(ex: Exercise, model: ExerciseRun, learner: ExerciseRun | None,
     flags: list[str] = list(review)
     restored = list(dict.fromkeys(n for r in learner.checks.values() for n in r.restored))
     if restored:
-        shown = ", ".join(f"{'Python' if n in _BUILTIN_NAMES else 'the exercise'}'s own {n[:40]}"
+        shown = ", ".join(f"{'Python' if n in BUILTIN_NAMES else 'the exercise'}'s own {n[:40]}"
                           for n in restored[:6])
         answer_notes = [*answer_notes, f"the checks used {shown}: your answer cell had rebound or changed "
                                        f"{'it' if len(restored) == 1 else 'them'} (leave given names and built-ins as "
