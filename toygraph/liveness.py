@@ -37,10 +37,6 @@ from .memory import Buffer
 if TYPE_CHECKING:
     from .capture import ToyGraph
 
-FIX = ("Fix: keep a reference to every tensor the graph reads: hold static inputs for the graph's life "
-       "and copy each new batch into them (static_x.copy_(new)) rather than making new tensors. Buffers "
-       "the graph allocated during capture are safe: its private pool holds them.")
-
 
 @dataclass(frozen=True)
 class DeadTensor:
@@ -59,6 +55,12 @@ class DeadTensor:
     def describe(self) -> str:
         """One line for the error message."""
         return f"{self.name}, {' and '.join(self.touched_by)}: {self.now}"
+
+
+FIX = ("Fix: keep a reference to every tensor the graph reads: hold static inputs for the graph's life "
+       "and copy each new batch into them (static_x.copy_(new)) rather than making new tensors. Buffers "
+       "the graph allocated during capture are safe: its private pool holds them.")
+"""What every liveness error ends with: how to keep what the graph reads alive."""
 
 
 def walk(nodes: Sequence, path: str = "nodes") -> Iterator[tuple[str, object]]:

@@ -71,6 +71,7 @@ Freeing, and what a graph that still reads the memory sees (the caching allocato
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import operator
 import weakref
@@ -111,23 +112,23 @@ _FREEZING: ContextVar[bool] = ContextVar("toygraph_freezing", default=False)
 
 
 @contextmanager
-def _kernel_running() -> Iterator[None]:
+def _raised(flag: ContextVar[bool]) -> Iterator[None]:
+    """`flag` is True inside the with-block (in this thread or task only), then what it was before."""
+    token = flag.set(True)
+    try:
+        yield
+    finally:
+        flag.reset(token)
+
+
+def _kernel_running() -> contextlib.AbstractContextManager[None]:
     """While a kernel runs, reading a buffer is the GPU reading its own memory: no sync."""
-    token = _IN_KERNEL.set(True)
-    try:
-        yield
-    finally:
-        _IN_KERNEL.reset(token)
+    return _raised(_IN_KERNEL)
 
 
-@contextmanager
-def _freezing() -> Iterator[None]:
+def _freezing() -> contextlib.AbstractContextManager[None]:
     """While capture freezes a kernel's Python values, device objects are kept, never copied."""
-    token = _FREEZING.set(True)
-    try:
-        yield
-    finally:
-        _FREEZING.reset(token)
+    return _raised(_FREEZING)
 
 
 class _DeviceObject(Guarded):
@@ -214,6 +215,18 @@ class _Storage:
         """This allocation in words: its name (or its size), when it was made."""
         what = f"buffer {self.name!r}" if self.name else f"an unnamed buffer of {length} value(s)"
         return f"{what}, allocated at step {self.step} (allocation #{self.serial})"
+
+
+def _by_element(op: Callable, symbol: str, reflected: bool = False) -> Callable:
+    """A Buffer operator (``buf + 1``, ``1 + buf``, ``buf == other``): `op` element by element, as one small kernel
+    on the device (Buffer._elementwise says what each kind of operand does)."""
+
+    def method(self: "Buffer", other: object) -> "Buffer":
+        return self._elementwise(other, op, symbol, reflected)
+
+    method.__name__ = f"__{'r' if reflected else ''}{op.__name__}__"
+    method.__qualname__ = f"Buffer.{method.__name__}"
+    return method
 
 
 class Buffer(_DeviceObject):
@@ -391,53 +404,22 @@ class Buffer(_DeviceObject):
             return launch(with_constant, self, name=name)
         return NotImplemented
 
-    def __eq__(self, other: object) -> "Buffer":  # type: ignore[override]
-        return self._elementwise(other, operator.eq, "==")
-
-    def __ne__(self, other: object) -> "Buffer":  # type: ignore[override]
-        return self._elementwise(other, operator.ne, "!=")
-
-    def __lt__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.lt, "<")
-
-    def __le__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.le, "<=")
-
-    def __gt__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.gt, ">")
-
-    def __ge__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.ge, ">=")
-
-    def __add__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.add, "+")
-
-    def __radd__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.add, "+", reflected=True)
-
-    def __sub__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.sub, "-")
-
-    def __rsub__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.sub, "-", reflected=True)
-
-    def __mul__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.mul, "*")
-
-    def __rmul__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.mul, "*", reflected=True)
-
-    def __truediv__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.truediv, "/")
-
-    def __rtruediv__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.truediv, "/", reflected=True)
-
-    def __floordiv__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.floordiv, "//")
-
-    def __mod__(self, other: object) -> "Buffer":
-        return self._elementwise(other, operator.mod, "%")
+    __eq__ = _by_element(operator.eq, "==")  # type: ignore[assignment]
+    __ne__ = _by_element(operator.ne, "!=")  # type: ignore[assignment]
+    __lt__ = _by_element(operator.lt, "<")
+    __le__ = _by_element(operator.le, "<=")
+    __gt__ = _by_element(operator.gt, ">")
+    __ge__ = _by_element(operator.ge, ">=")
+    __add__ = _by_element(operator.add, "+")
+    __radd__ = _by_element(operator.add, "+", reflected=True)
+    __sub__ = _by_element(operator.sub, "-")
+    __rsub__ = _by_element(operator.sub, "-", reflected=True)
+    __mul__ = _by_element(operator.mul, "*")
+    __rmul__ = _by_element(operator.mul, "*", reflected=True)
+    __truediv__ = _by_element(operator.truediv, "/")
+    __rtruediv__ = _by_element(operator.truediv, "/", reflected=True)
+    __floordiv__ = _by_element(operator.floordiv, "//")
+    __mod__ = _by_element(operator.mod, "%")
 
     def __neg__(self) -> "Buffer":
         return self._elementwise(-1, operator.mul, "neg")

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..core.cli import exit_status
 from ..core.paths import ROOT
 from ..errors import GraphCourseError
 from . import release
@@ -764,7 +765,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-build", action="store_true", help="only serve what is built")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> None:
         if not args.no_build:
             report = build(args.out)
             print(f"lite: {', '.join(report.notebooks)} in {report.seconds:.0f} s -> {args.out}")
@@ -774,10 +776,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  left to JupyterLab: {'; '.join(report.left_out)}")
         if args.serve or args.no_build:
             serve(args.out, args.port)
-    except LiteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+    return exit_status(body, "error", LiteError)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from typing import Callable, Iterable
 import nbformat
 
 from . import nav, slides
+from ..core.cli import exit_status
 from ..core.exercise_format import find_regions, layout_of, solution_paths
 from ..core.paths import ROOT, SOLUTIONS_DIR
 from ..errors import GraphCourseError
@@ -320,12 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the release folder (default: build/release)")
     parser.add_argument("--quiet", action="store_true", help="say only what was kept from the learner's changes")
     args = parser.parse_args(argv)
-    try:
-        build(args.out, log=(lambda m: m.startswith("kept") and print(m)) if args.quiet else print)
-    except ReleaseError as exc:
-        print(f"make release: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    log = (lambda m: m.startswith("kept") and print(m)) if args.quiet else print
+    return exit_status(lambda: build(args.out, log=log), "make release", ReleaseError)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 
+from ..core.cli import exit_status
 from ..core.paths import ROOT
 from ..errors import GraphCourseError
 from . import release
@@ -447,20 +448,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="show Sphinx's progress")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    try:
+
+    def body() -> None:
         if args.check_only:
             report = check_site(args.out)
             if report.problems or report.images_without_alt:
                 raise SiteError("\n".join(report.problems + report.images_without_alt))
         else:
             report = build(args.out, quiet=not args.verbose)
-    except SiteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"site: {report.pages} pages, {report.links_checked} internal links checked, "
-          f"{len(report.external)} external links not followed (no network), "
-          f"{time.monotonic() - started:.0f} s -> {args.out / 'index.html'}")
-    return 0
+        print(f"site: {report.pages} pages, {report.links_checked} internal links checked, "
+              f"{len(report.external)} external links not followed (no network), "
+              f"{time.monotonic() - started:.0f} s -> {args.out / 'index.html'}")
+
+    return exit_status(body, "error", SiteError)
 
 
 if __name__ == "__main__":

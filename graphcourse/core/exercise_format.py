@@ -41,7 +41,6 @@ class ExerciseSourceError(GraphCourseError, ValueError):
     """A solutions notebook breaks the cell conventions (unbalanced markers, two answer cells, ...)."""
 
 
-
 @dataclass
 class Exercise:
     """Where one exercise's cells sit in a solutions notebook."""

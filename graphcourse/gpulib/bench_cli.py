@@ -117,6 +117,11 @@ def driver_version() -> str | None:
         return None
 
 
+DECODE_TIMING = ("greedy-decode `tokens` tokens from position 0 after a reset; us_per_token = wall time from the "
+                 "first launch to torch.cuda.synchronize() after the last, over tokens")
+"""How the decode benchmarks time a path, in the words their provenance records."""
+
+
 def provenance(module: str, argv: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
     """Where and how figures were measured, without the host's name: the GPU (device 0), the driver, CUDA, torch,
     Python, the date and the command (``python -m module argv...``), then the benchmark's own keys in `extra`."""

@@ -46,15 +46,15 @@ def default_path() -> Path:
     return decode_paths_path()
 
 
+TIMING = (f"per path and repeat: {bench_cli.DECODE_TIMING}; issue_us_per_token = wall time until the CPU had issued "
+          "every launch (before that synchronize), over tokens. Paths interleaved; median and spread (max - min) over "
+          "the repeats.")
+"""How the figures are timed, as the provenance records it."""
+
+
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     """Where and how the figures were measured (no host name)."""
-    return bench_cli.provenance(
-        "graphcourse.gpulib.bench_decode_paths", argv, quick=quick,
-        timing="per path and repeat: greedy-decode `tokens` tokens from position 0 after a reset; "
-        "us_per_token = wall time from the first launch to torch.cuda.synchronize() after the last, over "
-        "tokens; issue_us_per_token = wall time until the CPU had issued every launch (before that "
-        "synchronize), over tokens. Paths interleaved; median and spread (max - min) over the repeats.",
-    )
+    return bench_cli.provenance("graphcourse.gpulib.bench_decode_paths", argv, quick=quick, timing=TIMING)
 
 
 def _allow_recompiles() -> None:

@@ -285,16 +285,16 @@ def targets(levers: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+TIMING = (f"levers: per path and repeat, {bench_cli.DECODE_TIMING}; paths interleaved; median and spread over the "
+          "repeats. anatomy: torch.profiler (CUPTI) kernel records of single graph replays, each followed by a "
+          "synchronize.")
+"""How the figures are timed, as the provenance records it."""
+
+
 def provenance(argv: Sequence[str], quick: bool) -> dict[str, Any]:
     from .fused_mlp import pdl_support
 
-    return bench_cli.provenance(
-        "graphcourse.gpulib.bench_floors", argv, quick=quick,
-        timing="levers: per path and repeat, greedy-decode `tokens` tokens from position 0 after a reset; "
-               "us_per_token = wall time from the first launch to torch.cuda.synchronize() after the last, "
-               "over tokens; paths interleaved; median and spread over the repeats. anatomy: torch.profiler "
-               "(CUPTI) kernel records of single graph replays, each followed by a synchronize.",
-        triton=pdl_support())
+    return bench_cli.provenance("graphcourse.gpulib.bench_floors", argv, quick=quick, timing=TIMING, triton=pdl_support())
 
 
 def run_all(argv: Sequence[str], quick: bool, sections: Sequence[str],

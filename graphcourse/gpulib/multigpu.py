@@ -198,6 +198,14 @@ x = torch.randn(4096, 4096, device="cuda:1")       # 64 MiB on the second GPU; c
 result = {"current_device": torch.cuda.current_device(), "data_device": str(x.device)}
 '''
 
+_REPLAY_ON_DATA_GPU = '''with torch.cuda.device(x.device):
+    x.fill_(1.0)
+    g.replay()
+    torch.cuda.synchronize()
+result["replay_value"] = float(y[0, 0])
+print("RESULT " + json.dumps(result))
+'''
+
 TRAP_SNIPPETS = {
     "trap": _TRAP_HEAD + '''
 g = torch.cuda.CUDAGraph()
@@ -210,24 +218,13 @@ s = torch.cuda.Stream(device=x.device)                # the capture stream on th
 g = torch.cuda.CUDAGraph()
 with torch.cuda.graph(g, stream=s):
     y = x * 2
-with torch.cuda.device(x.device):
-    x.fill_(1.0)
-    g.replay()
-    torch.cuda.synchronize()
-result["replay_value"] = float(y[0, 0])
-print("RESULT " + json.dumps(result))
-''',
+''' + _REPLAY_ON_DATA_GPU,
     "fix_device": _TRAP_HEAD + '''
 with torch.cuda.device(x.device):                     # the data's GPU is current for the whole capture
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         y = x * 2
-    x.fill_(1.0)
-    g.replay()
-    torch.cuda.synchronize()
-result["replay_value"] = float(y[0, 0])
-print("RESULT " + json.dumps(result))
-''',
+''' + _REPLAY_ON_DATA_GPU,
     "stale_default_stream": _TRAP_HEAD + '''
 w = torch.ones(16, device="cuda:0")
 g0 = torch.cuda.CUDAGraph()

@@ -17,15 +17,20 @@ from ..errors import BatchShapeError
 # --------------------------------------------------------------------------- tiny GPT with a static KV cache
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GPTConfig:
-    """Sizes of the tiny GPT-style decoder."""
+    """Sizes of the tiny GPT-style decoder, each given by name: ``GPTConfig(n_layers=2, max_len=32)``."""
 
     vocab_size: int = 1024
+    """Token ids the model reads and scores: 0 .. vocab_size - 1."""
     d_model: int = 256
+    """Width of every token's vector, split evenly across the heads (TinyGPT checks that it divides)."""
     n_layers: int = 4
+    """Decoder blocks, each attention then an MLP."""
     n_heads: int = 4
+    """Attention heads per block."""
     max_len: int = 128
+    """Positions the static KV cache holds: a sequence cannot decode past it."""
 
     @property
     def head_dim(self) -> int:

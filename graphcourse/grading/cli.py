@@ -25,6 +25,21 @@ from . import reports
 from .engine import Grader, Options, Outputs
 
 
+SWITCHES = {
+    "--regrade-all": "grade every learner again (default: keep those the report already graded with the same "
+                     "notebooks, solutions and seed, so a rerun after Ctrl-C grades only what is left)",
+    "--own-work": "you are grading your own notebooks (make grade-me): where confinement is not available (no root or "
+                  "bubblewrap, as on a laptop) say so in one line instead of warning; the code still runs unconfined, "
+                  "so never use it for other people's notebooks",
+    "--allow-unconfined": "grade even where learners' kernels cannot be confined (no root or bubblewrap): their code "
+                          "then runs with your rights, so only for notebooks you trust (default: refuse)",
+    "--fresh-model": "run the model answers even where this machine kept a run of the same solutions, course and seed "
+                     "(a confined run keeps one in ~/.cache/graphcourse/model-runs; docs/grading.md)",
+    "--quiet": "no progress bar (the table and warnings still print)",
+}
+"""The on/off switches, each off unless given."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m graphcourse.grading", description=__doc__.splitlines()[0])
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a learner notebook, a learner's folder, or a class folder")
@@ -53,23 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--roster", type=Path, metavar="FILE",
                    help="the class list, one learner (folder) name per line: one who handed in nothing is reported "
                         "'not handed in' in every output")
-    p.add_argument("--regrade-all", action="store_true",
-                   help="grade every learner again (default: keep those the report already graded with the same "
-                        "notebooks, solutions and seed, so a rerun after Ctrl-C grades only what is left)")
-    p.add_argument("--own-work", action="store_true",
-                   help="you are grading your own notebooks (make grade-me): where confinement is not available (no "
-                        "root or bubblewrap, as on a laptop) say so in one line instead of warning; the code still "
-                        "runs unconfined, so never use it for other people's notebooks")
-    p.add_argument("--allow-unconfined", action="store_true",
-                   help="grade even where learners' kernels cannot be confined (no root or bubblewrap): their code "
-                        "then runs with your rights, so only for notebooks you trust (default: refuse)")
     p.add_argument("--dask", metavar="SCHEDULER",
                    help="grade on a Dask cluster (e.g. tcp://10.0.0.1:8786): its workers grade, each learner confined "
                         "there; this machine writes every output (needs the course's 'cluster' extra; docs/grading.md)")
-    p.add_argument("--fresh-model", action="store_true",
-                   help="run the model answers even where this machine kept a run of the same solutions, course and "
-                        "seed (a confined run keeps one in ~/.cache/graphcourse/model-runs; docs/grading.md)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (the table and warnings still print)")
+    for switch, help in SWITCHES.items():
+        p.add_argument(switch, action="store_true", help=help)
     return p
 
 

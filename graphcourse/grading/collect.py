@@ -46,6 +46,11 @@ from ..core.exercise_format import as_my_copy
 from ..core.paths import EXERCISES_DIR, ROOT
 from ..errors import GraphCourseError
 
+
+class CollectError(GraphCourseError, RuntimeError):
+    """The class's notebooks cannot be collected as asked; the message says how to fix it."""
+
+
 DEFAULT_GROUP = "course-learners"
 SKIP_DIRS = {"node_modules", "__pycache__", ".ipynb_checkpoints", "site-packages"}
 MAX_DEPTH = 8
@@ -57,10 +62,6 @@ _MARK = re.compile(rb'"graphcourse"\s*:\s*\{\s*"(role|exercise|exercises|generat
 # builder's metadata (the exercises notebook opens with a long introduction) still begins with the
 # handed-out notebook's first cells, whose ids Jupyter keeps in a learner's copy.
 _CELL_ID = re.compile(rb'"id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
-
-
-class CollectError(GraphCourseError, RuntimeError):
-    """The class's notebooks cannot be collected as asked; the message says how to fix it."""
 
 
 @dataclass

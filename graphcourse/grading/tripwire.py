@@ -334,6 +334,12 @@ def _untrusted_caller(skip: int = 2, through: tuple = ()):
     return culprit(_getframe(skip), through=through + _ANSWER_CALLERS, strict=True)
 
 
+def _refuse_from_a_cell(what: str) -> None:
+    """Refuse `what` when the code that called the method calling this is a cell's."""
+    if _untrusted_caller(skip=3) is not None:  # past this function and the method that called it
+        refuse(what)
+
+
 class SealedModule(_ModuleType):
     """A module whose attributes code of a cell cannot set or delete (importing a submodule still works)."""
 
@@ -344,8 +350,7 @@ class SealedModule(_ModuleType):
         _ModuleType.__setattr__(self, name, value)
 
     def __delattr__(self, name):
-        if _untrusted_caller() is not None:
-            refuse(f"{self.__name__}.{name} deleted")
+        _refuse_from_a_cell(f"{self.__name__}.{name} deleted")
         _ModuleType.__delattr__(self, name)
 
 
@@ -353,14 +358,27 @@ class SealedType(type):
     """A metaclass: the class's methods cannot be replaced by a cell's code (``type(obj).method = ...``)."""
 
     def __setattr__(cls, name, value):
-        if _untrusted_caller() is not None:
-            refuse(f"{cls.__name__}.{name} replaced")
+        _refuse_from_a_cell(f"{cls.__name__}.{name} replaced")
         type.__setattr__(cls, name, value)
 
     def __delattr__(cls, name):
-        if _untrusted_caller() is not None:
-            refuse(f"{cls.__name__}.{name} deleted")
+        _refuse_from_a_cell(f"{cls.__name__}.{name} deleted")
         type.__delattr__(cls, name)
+
+
+def _guarded(base: type, names: tuple[str, ...]) -> dict:
+    """`base`'s methods of these names, each calling the class's ``_guard`` first (which refuses a cell's code:
+    ``_guard`` looks two frames up, past itself and the guarded method, at the code that called it)."""
+
+    def guard(method):
+        def guarded(self, *args, **kwargs):
+            self._guard()
+            return method(self, *args, **kwargs)
+
+        guarded.__name__ = guarded.__qualname__ = method.__name__
+        return guarded
+
+    return {name: guard(getattr(base, name)) for name in names}
 
 
 class _SealedList(list):
@@ -372,41 +390,9 @@ class _SealedList(list):
         if culprit(_getframe(2), through=_IPYTHON, strict=True) is not None:
             refuse("a list of IPython's (transformers, event callbacks) changed")
 
-    def append(self, item):
-        self._guard()
-        list.append(self, item)
-
-    def extend(self, items):
-        self._guard()
-        list.extend(self, items)
-
-    def insert(self, i, item):
-        self._guard()
-        list.insert(self, i, item)
-
-    def remove(self, item):
-        self._guard()
-        list.remove(self, item)
-
-    def pop(self, i=-1):
-        self._guard()
-        return list.pop(self, i)
-
-    def clear(self):
-        self._guard()
-        list.clear(self)
-
-    def __setitem__(self, i, v):
-        self._guard()
-        list.__setitem__(self, i, v)
-
-    def __delitem__(self, i):
-        self._guard()
-        list.__delitem__(self, i)
-
-    def __iadd__(self, items):
-        self._guard()
-        return list.__iadd__(self, items)
+    # at class scope locals() is the class's own namespace: the guarded methods become the class's
+    locals().update(_guarded(list, ("append", "extend", "insert", "remove", "pop", "clear", "__setitem__",
+                                    "__delitem__", "__iadd__")))
 
 
 class SealedDict(dict):
@@ -419,34 +405,12 @@ class SealedDict(dict):
         if culprit(_getframe(2), through=_IPYTHON, strict=True) is not None:
             refuse("a table of the grader's, IPython's or the kernel's changed")
 
-    def __setitem__(self, k, v):
-        self._guard()
-        dict.__setitem__(self, k, v)
-
-    def __delitem__(self, k):
-        self._guard()
-        dict.__delitem__(self, k)
-
-    def update(self, *a, **kw):
-        self._guard()
-        dict.update(self, *a, **kw)
+    locals().update(_guarded(dict, ("__setitem__", "__delitem__", "update", "pop", "popitem", "clear")))
 
     def setdefault(self, k, d=None):
         if k not in self:
             self._guard()
         return dict.setdefault(self, k, d)
-
-    def pop(self, *a):
-        self._guard()
-        return dict.pop(self, *a)
-
-    def popitem(self):
-        self._guard()
-        return dict.popitem(self)
-
-    def clear(self):
-        self._guard()
-        dict.clear(self)
 
 
 def seal_instance(obj, names: set) -> None:

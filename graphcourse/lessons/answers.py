@@ -49,8 +49,8 @@ def _try_04(item: str) -> str | None:
     import toygraph as tg
     from .widgets import bucket_choice
 
-    p2 = tg.powers_of_two(64)
     if "power of two" in item:
+        p2 = tg.powers_of_two(64)
         rows = ", ".join(f"{n} → bucket {tg.bucket_for(n, p2)}: {_pct(tg.waste_fraction(n, tg.bucket_for(n, p2)))}"
                          for n in (16, 17, 32, 33))
         return (f"{rows} padding. Crossing a power of two doubles the bucket, so the waste jumps from none to "

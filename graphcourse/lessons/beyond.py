@@ -7,6 +7,7 @@ gives a one-line "not recorded yet" instead of a figure.
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from typing import Any, Callable
 
@@ -61,6 +62,22 @@ def _part(section: dict[str, Any] | None, key: str) -> tuple[dict[str, Any] | No
     if isinstance(part, dict) and set(part) == {"error"}:
         return None, f"the benchmark could not record it: {part['error']}"
     return part, None
+
+
+def _reads(key: str, label: str) -> Callable[[Callable[[Any], str]], Callable[[dict[str, Any] | None], str]]:
+    """Make a text builder of one part of the recorded section take the whole section: it is handed the part, and
+    where the part is absent the text is one line instead, ``label: why`` (not recorded yet, or the error the
+    benchmark wrote down)."""
+
+    def wrap(build: Callable[[Any], str]) -> Callable[[dict[str, Any] | None], str]:
+        @functools.wraps(build)
+        def from_section(section: dict[str, Any] | None) -> str:
+            part, why = _part(section, key)
+            return f"{label}: {why}" if part is None else build(part)
+
+        return from_section
+
+    return wrap
 
 
 # --------------------------------------------------------------------------- toy twin: two streams
@@ -220,11 +237,9 @@ def stream_summary(section: dict[str, Any] | None) -> str:
     return _wrap(" ".join(out), indent=0)
 
 
-def generator_lines(section: dict[str, Any] | None) -> str:
+@_reads("rng", "random numbers in a graph")
+def generator_lines(part: dict[str, Any]) -> str:
     """Dropout replays, replay-vs-eager sequence, and registered vs unregistered generators as recorded."""
-    part, why = _part(section, "rng")
-    if part is None:
-        return f"random numbers in a graph: {why}"
     d, seq = part["dropout"], part["sequence"]
     out = [f"register_generator_state present: {part['has_register_generator_state']}",
            f"dropout p={d['p']} on {d['n']:,} ones, {d['replays']} replays: dropped fractions "
@@ -240,11 +255,9 @@ def generator_lines(section: dict[str, Any] | None) -> str:
     return "\n".join(out)
 
 
-def capture_mode_lines(section: dict[str, Any] | None) -> str:
+@_reads("capture_modes", "capture_error_mode")
+def capture_mode_lines(part: dict[str, Any]) -> str:
     """The recorded matrix: capture_error_mode x where the unsafe cudaMalloc happened; messages whole, wrapped."""
-    part, why = _part(section, "capture_modes")
-    if part is None:
-        return f"capture_error_mode: {why}"
     out = []
     for mode, row in part.items():
         for where, cell in row.items():
@@ -259,11 +272,9 @@ CAPTURE_MODE_PREDICTION = {("global", "other thread"): False, ("global", "same t
 """What cudaStreamCaptureMode's documentation predicts: is the extra cudaMalloc allowed (True) or refused?"""
 
 
-def capture_mode_summary(section: dict[str, Any] | None) -> str:
+@_reads("capture_modes", "capture_error_mode")
+def capture_mode_summary(part: dict[str, Any]) -> str:
     """Whether each recorded cell matches the documented prediction, as a sentence made from the data."""
-    part, why = _part(section, "capture_modes")
-    if part is None:
-        return f"capture_error_mode: {why}"
     matches, differ = 0, []
     for (mode, where), allowed in CAPTURE_MODE_PREDICTION.items():
         cell = part.get(mode, {}).get(where)
@@ -287,11 +298,9 @@ FIRST_STEPS_ROUNDOFF = 1e-6
 """Relative loss difference of a step that is float32 round-off: a few units in the last place (2**-23 ≈ 1.2e-7)."""
 
 
-def training_lines(section: dict[str, Any] | None) -> str:
+@_reads("training", "training step")
+def training_lines(t: dict[str, Any]) -> str:
     """Per-step times, speed-ups and loss agreement of the recorded training step."""
-    t, why = _part(section, "training")
-    if t is None:
-        return f"training step: {why}"
     c = t["config"]
     out = [f"MLP {c['depth']} x {c['width']}, batch {c['batch']}, dropout {c['dropout']}, AdamW; "
            f"{t.get('kernels_per_eager_step')} kernels per eager step",
@@ -318,11 +327,9 @@ def training_lines(section: dict[str, Any] | None) -> str:
     return "\n".join(out)
 
 
-def training_summary(section: dict[str, Any] | None) -> str:
+@_reads("training", "training step")
+def training_summary(t: dict[str, Any]) -> str:
     """Is the whole-step graph the same run as eager? Sentences from the recorded data, with the criterion."""
-    t, why = _part(section, "training")
-    if t is None:
-        return f"training step: {why}"
     diffs = t["max_rel_diff"]
     per_step = t.get("rel_diff_per_step")
     if per_step is None or "graph_vs_eager_capturable" not in diffs:
@@ -360,11 +367,9 @@ def plot_losses(section: dict[str, Any] | None, live: dict[str, list[float]] | N
     return finish(fig, ax, "training step", "MSE loss", "the same training run, eager and graphed")
 
 
-def allreduce_lines(section: dict[str, Any] | None) -> str:
+@_reads("allreduce", "all-reduce on two GPUs")
+def allreduce_lines(part: dict[str, Any]) -> str:
     """Sums checked on both ranks and µs per all-reduce, eager and replayed from a graph, per size."""
-    part, why = _part(section, "allreduce")
-    if part is None:
-        return f"all-reduce on two GPUs: {why}"
     out = []
     for r in part["ranks"]:
         if "error" in r:
@@ -378,11 +383,9 @@ def allreduce_lines(section: dict[str, Any] | None) -> str:
     return "\n".join(out)
 
 
-def allreduce_summary(section: dict[str, Any] | None) -> str:
+@_reads("allreduce", "all-reduce on two GPUs")
+def allreduce_summary(part: dict[str, Any]) -> str:
     """Per size, whether the graph was faster, slower or no different within the spread (the ratio's range)."""
-    part, why = _part(section, "allreduce")
-    if part is None:
-        return f"all-reduce on two GPUs: {why}"
     rows = part["ranks"][0].get("rows", [])
     if not rows or "speedup" not in rows[0]:
         return "all-reduce on two GPUs: no timed sizes recorded."
@@ -422,11 +425,9 @@ def plot_allreduce(section: dict[str, Any] | None) -> Figure | None:
                   "NCCL all-reduce across two GPUs (rank 0's timing)")
 
 
-def trap_lines(section: dict[str, Any] | None) -> str:
+@_reads("trap", "two-GPU side-stream trap")
+def trap_lines(part: dict[str, Any]) -> str:
     """The recorded side-stream trap, its two fixes, and the cached default capture stream."""
-    part, why = _part(section, "trap")
-    if part is None:
-        return f"two-GPU side-stream trap: {why}"
     out = []
     for name, r in part.items():
         res = r.get("result") or {}
@@ -497,11 +498,11 @@ def try_answer(item: str) -> str | None:
     if "rng_seed=5" in item:
         from ..gpulib.beyond import TrainConfig, train_eager
 
-        config = TrainConfig(steps=10)
-        a, b = train_eager(config), train_eager(config, rng_seed=5)
+        steps = 10
+        a, b = train_eager(TrainConfig(steps=steps)), train_eager(TrainConfig(steps=steps), rng_seed=5)
         differ = sum(x != y for x, y in zip(a, b))
         worst = max(abs(x - y) for x, y in zip(a, b))
-        return (f"{differ} of {config.steps} losses differ, from the first step on (largest difference "
+        return (f"{differ} of {steps} losses differ, from the first step on (largest difference "
                 f"{worst:.4f}): the weights and data are the same, only the dropout masks change with the seed. "
                 f"That is why the graphed run is compared with an eager run after the same `torch.manual_seed`.")
     return None

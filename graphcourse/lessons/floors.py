@@ -204,11 +204,8 @@ def lever_story(data: dict[str, Any], batch: int) -> str:
         if not real:
             out.append(f"- {what}: {abs(saved):.1f} µs per token {'saved' if saved > 0 else 'slower'}, but the two "
                        f"paths' ranges over the repeats overlap: no effect to claim.")
-        elif saved > 0:
-            out.append(f"- {what}: {saved:.1f} µs per token saved "
-                       f"({rows[before]['us_per_token']['median']:.1f} -> {rows[after]['us_per_token']['median']:.1f}).")
         else:
-            out.append(f"- {what}: {-saved:.1f} µs per token slower "
+            out.append(f"- {what}: {abs(saved):.1f} µs per token {'saved' if saved > 0 else 'slower'} "
                        f"({rows[before]['us_per_token']['median']:.1f} -> {rows[after]['us_per_token']['median']:.1f}).")
     return "\n".join(out)
 

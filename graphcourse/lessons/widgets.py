@@ -116,11 +116,6 @@ class LaunchTax:
     graph_step_us: float
 
     @property
-    def speedup(self) -> float:
-        """Eager step time over graph step time."""
-        return self.eager_step_us / self.graph_step_us
-
-    @property
     def gpu_work_us(self) -> float:
         """Summed GPU time of the step's kernels: the floor no launch strategy beats."""
         return self.n_kernels * self.kernel_us_at_batch
@@ -129,6 +124,11 @@ class LaunchTax:
     def launch_bound(self) -> bool:
         """True when eager launching, not the GPU, sets the eager step time (a launch costs more than a kernel)."""
         return self.launch_us > self.kernel_us_at_batch
+
+    @property
+    def speedup(self) -> float:
+        """Eager step time over graph step time."""
+        return self.eager_step_us / self.graph_step_us
 
     def __repr__(self) -> str:
         return (f"LaunchTax({self.n_kernels} kernels of {self.kernel_us_at_batch:.2f} µs at batch {self.batch_size}, "
