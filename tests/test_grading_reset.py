@@ -59,3 +59,19 @@ def test_replacing_showwarning_is_a_difference_the_snapshot_sees(monkeypatch):
     before = observe._snapshot()
     monkeypatch.setattr("warnings.showwarning", lambda *a, **k: None)
     assert any("warnings" in line for line in observe._differences(before, observe._snapshot()))
+
+
+def test_a_change_made_past_the_seals_shows_in_the_snapshot():
+    """The seals cannot stop a base type's own method (``list.append(seq, x)``, ``dict.update(table, ...)``) called on
+    a sealed list or table; the comparison of the kernel before and after the answer still sees what it changed."""
+    km, client = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+    try:
+        _run(client, "from graphcourse.grading import observe\nbefore = observe._snapshot()")
+        _run(client, "import ast\nlist.append(get_ipython().ast_transformers, ast.NodeTransformer())\n"
+                     "dict.update(get_ipython().kernel.shell_handlers, not_a_request=print)")
+        found = json.loads(_run(client, "import json\nprint(json.dumps(observe._differences(before, "
+                                        "observe._snapshot())))"))
+        assert "ast_transformers changed" in found and "kernel.handlers changed" in found, found
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -163,6 +163,13 @@ ATTACKS = {  # name: (code, the flag's text must contain this, the cell must rai
                                         True),
     "a kernel message handler deleted": ("del get_ipython().kernel.shell_handlers['execute_request']", "table", True),
     "a kernel message handler popped": ("get_ipython().kernel.shell_handlers.popitem()", "table", True),
+    "a transformer list sorted": ("get_ipython().ast_transformers.sort(key=id)", "IPython", True),
+    "a transformer list reversed": ("get_ipython().input_transformers_cleanup.reverse()", "IPython", True),
+    "a transformer list emptied with *=": ("t = get_ipython().input_transformers_cleanup\nt *= 0", "IPython", True),
+    "kernel message handlers merged with |=": ("h = get_ipython().kernel.shell_handlers\nh |= {'execute_request': print}",
+                                               "table", True),
+    "a sealed list's guard replaced": ("type(get_ipython().ast_transformers)._guard = lambda self, caller: None",
+                                       "_SealedList._guard", True),
     "a check library class's method deleted": ("from graphcourse.grading.checks import LazyLayer\n"
                                                "del LazyLayer.__call__", "LazyLayer.__call__", True),
     "a pre_run_cell callback registered": ("get_ipython().events.register('pre_run_cell', lambda *a: None)",

@@ -71,11 +71,10 @@ Freeing, and what a graph that still reads the memory sees (the caching allocato
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import operator
 import weakref
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
@@ -112,7 +111,7 @@ _FREEZING: ContextVar[bool] = ContextVar("toygraph_freezing", default=False)
 
 
 @contextmanager
-def _raised(flag: ContextVar[bool]) -> Iterator[None]:
+def _set_true(flag: ContextVar[bool]) -> Iterator[None]:
     """`flag` is True inside the with-block (in this thread or task only), then what it was before."""
     token = flag.set(True)
     try:
@@ -121,14 +120,14 @@ def _raised(flag: ContextVar[bool]) -> Iterator[None]:
         flag.reset(token)
 
 
-def _kernel_running() -> contextlib.AbstractContextManager[None]:
+def _kernel_running() -> AbstractContextManager[None]:
     """While a kernel runs, reading a buffer is the GPU reading its own memory: no sync."""
-    return _raised(_IN_KERNEL)
+    return _set_true(_IN_KERNEL)
 
 
-def _freezing() -> contextlib.AbstractContextManager[None]:
+def _freezing() -> AbstractContextManager[None]:
     """While capture freezes a kernel's Python values, device objects are kept, never copied."""
-    return _raised(_FREEZING)
+    return _set_true(_FREEZING)
 
 
 class _DeviceObject(Guarded):

@@ -224,6 +224,7 @@ with torch.cuda.device(x.device):                     # the data's GPU is curren
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         y = x * 2
+# the replay below runs with the data's GPU current as well, as in fix_stream
 ''' + _REPLAY_ON_DATA_GPU,
     "stale_default_stream": _TRAP_HEAD + '''
 w = torch.ones(16, device="cuda:0")

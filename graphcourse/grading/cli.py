@@ -71,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dask", metavar="SCHEDULER",
                    help="grade on a Dask cluster (e.g. tcp://10.0.0.1:8786): its workers grade, each learner confined "
                         "there; this machine writes every output (needs the course's 'cluster' extra; docs/grading.md)")
-    for switch, help in SWITCHES.items():
-        p.add_argument(switch, action="store_true", help=help)
+    for switch, text in SWITCHES.items():
+        p.add_argument(switch, action="store_true", help=text)
     return p
 
 

@@ -334,9 +334,10 @@ def _untrusted_caller(skip: int = 2, through: tuple = ()):
     return culprit(_getframe(skip), through=through + _ANSWER_CALLERS, strict=True)
 
 
-def _refuse_from_a_cell(what: str) -> None:
-    """Refuse `what` when the code that called the method calling this is a cell's."""
-    if _untrusted_caller(skip=3) is not None:  # past this function and the method that called it
+def _refuse_from_a_cell(what: str, caller) -> None:
+    """Refuse `what` when `caller`, the frame that called a sealed method (``_getframe(1)`` there), is a cell's
+    code or works for one."""
+    if culprit(caller, through=_ANSWER_CALLERS, strict=True) is not None:
         refuse(what)
 
 
@@ -344,13 +345,13 @@ class SealedModule(_ModuleType):
     """A module whose attributes code of a cell cannot set or delete (importing a submodule still works)."""
 
     def __setattr__(self, name, value):
-        if name != "_" and _untrusted_caller() is not None and not (  # builtins._: the display hook's last value
+        if name != "_" and not (  # builtins._: the display hook's last value; a submodule being imported
                 _isinstance(value, _ModuleType) and _sys.modules.get(f"{self.__name__}.{name}") is value):
-            refuse(f"{self.__name__}.{name} set")
+            _refuse_from_a_cell(f"{self.__name__}.{name} set", _getframe(1))
         _ModuleType.__setattr__(self, name, value)
 
     def __delattr__(self, name):
-        _refuse_from_a_cell(f"{self.__name__}.{name} deleted")
+        _refuse_from_a_cell(f"{self.__name__}.{name} deleted", _getframe(1))
         _ModuleType.__delattr__(self, name)
 
 
@@ -358,59 +359,61 @@ class SealedType(type):
     """A metaclass: the class's methods cannot be replaced by a cell's code (``type(obj).method = ...``)."""
 
     def __setattr__(cls, name, value):
-        _refuse_from_a_cell(f"{cls.__name__}.{name} replaced")
+        _refuse_from_a_cell(f"{cls.__name__}.{name} replaced", _getframe(1))
         type.__setattr__(cls, name, value)
 
     def __delattr__(cls, name):
-        _refuse_from_a_cell(f"{cls.__name__}.{name} deleted")
+        _refuse_from_a_cell(f"{cls.__name__}.{name} deleted", _getframe(1))
         type.__delattr__(cls, name)
 
 
-def _guarded(base: type, names: tuple[str, ...]) -> dict:
-    """`base`'s methods of these names, each calling the class's ``_guard`` first (which refuses a cell's code:
-    ``_guard`` looks two frames up, past itself and the guarded method, at the code that called it)."""
-
-    def guard(method):
-        def guarded(self, *args, **kwargs):
-            self._guard()
-            return method(self, *args, **kwargs)
-
-        guarded.__name__ = guarded.__qualname__ = method.__name__
-        return guarded
-
-    return {name: guard(getattr(base, name)) for name in names}
-
-
-class _SealedList(list):
+class _SealedList(list, metaclass=SealedType):
     """A list (IPython's transformers and event callbacks) that only trusted code changes."""
 
     __slots__ = ()
 
-    def _guard(self):
-        if culprit(_getframe(2), through=_IPYTHON, strict=True) is not None:
+    def _guard(self, caller):
+        if culprit(caller, through=_IPYTHON, strict=True) is not None:
             refuse("a list of IPython's (transformers, event callbacks) changed")
 
-    # at class scope locals() is the class's own namespace: the guarded methods become the class's
-    locals().update(_guarded(list, ("append", "extend", "insert", "remove", "pop", "clear", "__setitem__",
-                                    "__delitem__", "__iadd__")))
 
-
-class SealedDict(dict):
+class SealedDict(dict, metaclass=SealedType):
     """A dict (IPython's event callbacks, the kernel's message handlers, a check's observations) that only trusted
     code changes."""
 
     __slots__ = ()
 
-    def _guard(self):
-        if culprit(_getframe(2), through=_IPYTHON, strict=True) is not None:
+    def _guard(self, caller):
+        if culprit(caller, through=_IPYTHON, strict=True) is not None:
             refuse("a table of the grader's, IPython's or the kernel's changed")
-
-    locals().update(_guarded(dict, ("__setitem__", "__delitem__", "update", "pop", "popitem", "clear")))
 
     def setdefault(self, k, d=None):
         if k not in self:
-            self._guard()
+            self._guard(_getframe(1))
         return dict.setdefault(self, k, d)
+
+
+def _install_guards(cls: type, names: tuple[str, ...]) -> None:
+    """Give `cls` its base's methods of these names, each first asking ``cls._guard`` about the frame that called it
+    (which refuses a cell's code), then doing what the base's method does, with its return value."""
+    base = cls.__mro__[1]
+
+    def guarded_version(method):
+        def guarded(self, *args, **kwargs):
+            self._guard(_getframe(1))
+            return method(self, *args, **kwargs)
+
+        guarded.__name__ = method.__name__
+        guarded.__qualname__ = f"{cls.__name__}.{method.__name__}"
+        return guarded
+
+    for name in names:
+        type.__setattr__(cls, name, guarded_version(getattr(base, name)))  # past SealedType's own refusal
+
+
+_install_guards(_SealedList, ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "__setitem__",
+                              "__delitem__", "__iadd__", "__imul__"))
+_install_guards(SealedDict, ("__setitem__", "__delitem__", "update", "pop", "popitem", "clear", "__ior__"))
 
 
 def seal_instance(obj, names: set) -> None:

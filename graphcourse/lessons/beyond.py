@@ -7,7 +7,6 @@ gives a one-line "not recorded yet" instead of a figure.
 
 from __future__ import annotations
 
-import functools
 import textwrap
 from typing import Any, Callable
 
@@ -70,11 +69,13 @@ def _reads(key: str, label: str) -> Callable[[Callable[[Any], str]], Callable[[d
     benchmark wrote down)."""
 
     def wrap(build: Callable[[Any], str]) -> Callable[[dict[str, Any] | None], str]:
-        @functools.wraps(build)
         def from_section(section: dict[str, Any] | None) -> str:
             part, why = _part(section, key)
             return f"{label}: {why}" if part is None else build(part)
 
+        # the builder's name and docstring, but the signature callers use: (section)
+        from_section.__name__, from_section.__qualname__ = build.__name__, build.__qualname__
+        from_section.__doc__, from_section.__module__ = build.__doc__, build.__module__
         return from_section
 
     return wrap
