@@ -177,6 +177,7 @@ def graded_class(tmp_path_factory):
     report = out / "grades.json"
     result["report_text"] = report.read_text(encoding="utf-8") if report.is_file() else None
     if os.environ.get("GRAPHCOURSE_KEEP_REPORTS") and result["report_text"]:  # keep it for a closing note
+        Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"]).mkdir(parents=True, exist_ok=True)
         Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "adversarial.json").write_text(result["report_text"])
         Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "adversarial.stdout").write_text(result["stdout"])
     print(f"\nadversarial class: {len(learners)} learners graded in {result['wall_s']:.0f} s")
@@ -349,6 +350,7 @@ def graded_cleared(tmp_path_factory):
     report = out / "grades.json"
     result["report_text"] = report.read_text(encoding="utf-8") if report.is_file() else None
     if os.environ.get("GRAPHCOURSE_KEEP_REPORTS") and result["report_text"]:
+        Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"]).mkdir(parents=True, exist_ok=True)
         Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "cleared.json").write_text(result["report_text"])
     return result
 

@@ -65,6 +65,7 @@ def graded(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(report.read_text())
     if os.environ.get("GRAPHCOURSE_KEEP_REPORTS"):
+        Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"]).mkdir(parents=True, exist_ok=True)
         Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "grading_cuda.json").write_text(report.read_text())
         Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "grading_cuda.out").write_text(proc.stdout + proc.stderr)
     return data, proc

@@ -151,6 +151,7 @@ def graded(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(report.read_text(encoding="utf-8"))
     if os.environ.get("GRAPHCOURSE_KEEP_REPORTS"):  # keep the class report for a closing note
+        Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"]).mkdir(parents=True, exist_ok=True)
         Path(os.environ["GRAPHCOURSE_KEEP_REPORTS"], "wrong_answers.json").write_text(report.read_text())
     return data
 
