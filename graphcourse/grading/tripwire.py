@@ -330,14 +330,10 @@ def refuse(what: str, frame=None) -> None:
                          "(this answer is held for an instructor's review)")
 
 
-def _untrusted_caller(skip: int = 2, through: tuple = ()):
-    return culprit(_getframe(skip), through=through + _ANSWER_CALLERS, strict=True)
-
-
-def _refuse_from_a_cell(what: str, caller) -> None:
+def _refuse_from_a_cell(what: str, caller, through: tuple = ()) -> None:
     """Refuse `what` when `caller`, the frame that called a sealed method (``_getframe(1)`` there), is a cell's
-    code or works for one."""
-    if culprit(caller, through=_ANSWER_CALLERS, strict=True) is not None:
+    code or works for one (passing through the frames of `through`'s packages as well)."""
+    if culprit(caller, through=through + _ANSWER_CALLERS, strict=True) is not None:
         refuse(what)
 
 
@@ -421,13 +417,13 @@ def seal_instance(obj, names: set) -> None:
     base = _type(obj)
 
     def __setattr__(self, name, value, _base=base):
-        if name in names and _untrusted_caller(through=_IPYTHON) is not None:
-            refuse(f"{_base.__name__}.{name} replaced")
+        if name in names:
+            _refuse_from_a_cell(f"{_base.__name__}.{name} replaced", _getframe(1), _IPYTHON)
         _base.__setattr__(self, name, value)
 
     def __delattr__(self, name, _base=base):
-        if name in names and _untrusted_caller(through=_IPYTHON) is not None:
-            refuse(f"{_base.__name__}.{name} deleted")
+        if name in names:
+            _refuse_from_a_cell(f"{_base.__name__}.{name} deleted", _getframe(1), _IPYTHON)
         _base.__delattr__(self, name)
 
     sealed = _type(base.__name__, (base,), {"__setattr__": __setattr__, "__delattr__": __delattr__,
